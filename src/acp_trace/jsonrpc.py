@@ -1,0 +1,117 @@
+"""JSON-RPC 2.0 and ACP vocabulary: message kinds, ids, update kinds, directions."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+
+# session/update kinds (protocol-notes.md). Unknown kinds are neither history nor live.
+HISTORY_KINDS = frozenset(
+    {
+        "user_message",
+        "agent_message",
+        "agent_thought",
+        "user_message_chunk",
+        "agent_message_chunk",
+        "agent_thought_chunk",
+        "tool_call",
+        "tool_call_update",
+        "tool_call_content_chunk",
+        "plan",
+        "plan_update",
+        "plan_removed",
+        "terminal_update",
+        "terminal_output_chunk",
+        "compaction_update",
+        "compaction_summary_chunk",
+        "subagent_update",
+        "session_message",
+        "session_message_chunk",
+    }
+)
+LIVE_KINDS = frozenset(
+    {
+        "state_update",
+        "notice",
+        "available_commands_update",
+        "config_option_update",
+        "usage_update",
+        "session_info_update",
+        "current_mode_update",
+        "prompt_suggestions_update",
+    }
+)
+MARKER_KIND = "replay_complete"
+# History kinds whose v2 replayed form must carry `messageId` (rule message-id-missing).
+MESSAGE_KINDS = frozenset(
+    {
+        "user_message",
+        "agent_message",
+        "agent_thought",
+        "user_message_chunk",
+        "agent_message_chunk",
+        "agent_thought_chunk",
+    }
+)
+# Agent-to-client requests that should wait until after the marker.
+BLOCKING_AGENT_REQUESTS = frozenset({"session/request_permission", "elicitation/create"})
+CANCEL_METHOD = "$/cancel_request"
+ACCEPTANCE_META_KEY = "executablemd.session-materialization/v1"
+
+# Error codes (protocol-notes.md).
+INVALID_PARAMS = -32602
+RESOURCE_NOT_FOUND = -32002
+REQUEST_CANCELLED = -32800
+
+
+def update_class(update_kind: str | None) -> str | None:
+    """Classify a session/update kind as `history`, `live`, `marker` or `unknown`."""
+    if update_kind is None:
+        return None
+    if update_kind == MARKER_KIND:
+        return "marker"
+    if update_kind in HISTORY_KINDS:
+        return "history"
+    if update_kind in LIVE_KINDS:
+        return "live"
+    return "unknown"
+
+
+def loads(data: bytes | str) -> Any:
+    """Parse JSON; falls back to the stdlib for what orjson refuses but JSON allows (huge ints)."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        if isinstance(data, bytes):
+            data = data.decode("utf-8")  # raises UnicodeDecodeError (a ValueError) on bad bytes
+        return json.loads(data)
+
+
+def is_message(value: Any) -> bool:
+    """True for a JSON-RPC 2.0 message: an object with `"jsonrpc": "2.0"` and a method or an id."""
+    return (
+        isinstance(value, dict)
+        and value.get("jsonrpc") == "2.0"
+        and ("method" in value or "id" in value)
+    )
+
+
+def message_kind(msg: Any) -> str:
+    """`request`, `notification`, `response`, `error`, or `invalid` for anything else."""
+    if not is_message(msg):
+        return "invalid"
+    if "method" in msg:
+        return "request" if "id" in msg else "notification"
+    return "error" if "error" in msg else "response"
+
+
+def id_key(value: Any) -> str:
+    """A canonical text for a JSON-RPC id that keeps its type: `1` and `"1"` differ."""
+    return orjson.dumps(value).decode()
+
+
+def other_side(src: str) -> str:
+    """The peer of a sender: responses from one side answer requests of the other."""
+    return "agent" if src == "client" else "client"

@@ -1,0 +1,355 @@
+"""Trace format v1 (docs/trace-format.md): encoding records for the writer, reading them back.
+
+The reader turns one or more trace files into one flat polars DataFrame with a row per
+message (a batch line gives one row per element), per text line, per tap event, per header
+and per damaged line. Nothing is dropped silently: damaged lines become `malformed` rows.
+"""
+
+from __future__ import annotations
+
+import base64
+import glob
+import os
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+import polars as pl
+
+from acp_trace.errors import InputError
+from acp_trace.jsonrpc import id_key, is_message, loads, message_kind
+
+FORMAT_VERSION = 1
+SOURCES = ("client", "agent", "stderr", "tap")
+TRACE_SUFFIXES = (".jsonl", ".ndjson", ".json", ".log", ".trace")
+
+SCHEMA: dict[str, Any] = {
+    "trace": pl.String,
+    "line": pl.Int64,
+    "seq": pl.Int64,
+    "part": pl.Int32,
+    "t_ns": pl.Int64,
+    "src": pl.String,
+    "kind": pl.String,
+    "id": pl.String,
+    "method": pl.String,
+    "session_id": pl.String,
+    "update_kind": pl.String,
+    "update_session": pl.String,
+    "error_code": pl.Int64,
+    "bytes": pl.Int64,
+    "truncated": pl.Boolean,
+    "event": pl.String,
+    "msg": pl.String,
+    "text": pl.String,
+}
+COLUMNS = tuple(SCHEMA)
+
+# ---------------------------------------------------------------- writing
+
+
+def utc_now_rfc3339() -> str:
+    """The current UTC time as RFC 3339 with microseconds, e.g. 2026-11-30T10:11:06.123456Z."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def encode_header(fields: dict[str, Any]) -> bytes:
+    """The header line (with newline): `acp_trace` and `kind` first, then `fields`."""
+    head = {"acp_trace": FORMAT_VERSION, "kind": "header", **fields}
+    return orjson.dumps(head) + b"\n"
+
+
+def encode_payload(line: bytes, max_bytes: int | None = None) -> bytes:
+    """The payload part of a record for one line read from a stream (without its `\\n`).
+
+    Returns the bytes that follow `"src":"...",` : `"msg":<the original bytes>` when the line
+    is JSON, `"text":...` when it is UTF-8 text, `"b64":...` otherwise. With `max_bytes`, a
+    longer line is recorded cut, as text or b64, with `"truncated":true,"bytes":N`.
+    """
+    if max_bytes is not None and len(line) > max_bytes:
+        cut = line[:max_bytes]
+        try:
+            body = b'"text":' + orjson.dumps(cut.decode("utf-8"))
+        except UnicodeDecodeError:
+            body = b'"b64":' + orjson.dumps(base64.b64encode(cut).decode())
+        return body + b',"truncated":true,"bytes":' + str(len(line)).encode()
+    stripped = line.strip(b" \t\r")
+    if stripped:
+        try:
+            loads(stripped)
+        except ValueError:
+            pass
+        else:
+            return b'"msg":' + stripped
+    try:
+        return b'"text":' + orjson.dumps(line.decode("utf-8"))
+    except UnicodeDecodeError:
+        return b'"b64":' + orjson.dumps(base64.b64encode(line).decode())
+
+
+def encode_record(seq: int, t_ns: int, src: str, payload: bytes) -> bytes:
+    """A record line (with newline) around a payload from `encode_payload` or `encode_event`."""
+    return b'{"seq":%d,"t_ns":%d,"src":"%s",%s}\n' % (seq, t_ns, src.encode(), payload)
+
+
+def encode_event(event: str, **fields: Any) -> bytes:
+    """The payload of a tap event: `"event":"exit","code":0,...`."""
+    return orjson.dumps({"event": event, **fields})[1:-1]
+
+
+# ---------------------------------------------------------------- reading
+
+
+@dataclass
+class _Columns:
+    """Column lists being filled for one chunk of rows."""
+
+    data: dict[str, list[Any]]
+
+    @classmethod
+    def empty(cls) -> _Columns:
+        return cls({name: [] for name in COLUMNS})
+
+    def add(self, **values: Any) -> None:
+        for name, column in self.data.items():
+            column.append(values.get(name))
+
+    def __len__(self) -> int:
+        return len(self.data["trace"])
+
+    def frame(self) -> pl.DataFrame:
+        return pl.DataFrame(self.data, schema=SCHEMA)
+
+
+def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """Files named, files under directories (by suffix, recursively) and glob matches, in order."""
+    found: list[Path] = []
+    for raw in paths:
+        text = os.fspath(raw)
+        path = Path(text)
+        if path.is_dir():
+            found.extend(
+                sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in TRACE_SUFFIXES)
+            )
+        elif path.is_file():
+            found.append(path)
+        elif glob.has_magic(text):
+            matches = sorted(Path(m) for m in glob.glob(text, recursive=True))
+            found.extend(m for m in matches if m.is_file())
+            if not matches:
+                raise InputError(f"{text}: the pattern matches no file")
+        else:
+            raise InputError(f"{text}: no such file or directory")
+    return found
+
+
+def read_trace(
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> pl.DataFrame:
+    """Read traces (files, directories, globs) into one records DataFrame (see COLUMNS).
+
+    Other capture formats (bare JSON-RPC, Zed's log, conductor, inspector) are detected
+    from their content and converted on the fly. Damaged lines and a cut last line become
+    rows of kind `malformed` with their line number; they never stop the reading.
+    """
+    if isinstance(paths, str | os.PathLike):
+        paths = [paths]
+    files = expand_paths(paths)
+    frames: list[pl.DataFrame] = []
+    for done, path in enumerate(files, 1):
+        frames.extend(_read_file(path))
+        if progress is not None:
+            progress(done, len(files))
+    if not frames:
+        return pl.DataFrame(schema=SCHEMA)
+    return pl.concat(frames, rechunk=True)
+
+
+CHUNK_ROWS = 200_000
+
+
+def _read_file(path: Path) -> Iterator[pl.DataFrame]:
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
+    with handle:
+        first = handle.readline()
+        if _is_native_header(first):
+            handle.seek(0)
+            yield from _parse_lines(str(path), handle)
+            return
+        handle.seek(0)
+        data = handle.read()
+    from acp_trace import importers  # imported late: only other formats need it
+
+    for name, lines in importers.convert(path, data):
+        yield from _parse_lines(name, iter(lines))
+
+
+def _is_native_header(line: bytes) -> bool:
+    try:
+        head = loads(line)
+    except ValueError:
+        return False
+    return isinstance(head, dict) and head.get("acp_trace") == FORMAT_VERSION
+
+
+def _parse_lines(trace: str, lines: Iterable[bytes]) -> Iterator[pl.DataFrame]:
+    """Turn the lines of one native trace into DataFrame chunks."""
+    cols = _Columns.empty()
+    for number, raw in enumerate(lines, 1):
+        _parse_line(cols, trace, number, raw)
+        if len(cols) >= CHUNK_ROWS:
+            yield cols.frame()
+            cols = _Columns.empty()
+    if len(cols):
+        yield cols.frame()
+
+
+def _parse_line(cols: _Columns, trace: str, number: int, raw: bytes) -> None:
+    cut = not raw.endswith(b"\n")
+    line = raw.rstrip(b"\r\n")
+    if not line.strip():
+        return
+    try:
+        rec = loads(line)
+    except ValueError:
+        rec = None
+    if number == 1 and isinstance(rec, dict) and rec.get("kind") == "header":
+        cols.add(trace=trace, line=number, kind="header", text=line.decode())
+        return
+    problem = _record_problem(rec)
+    if problem is not None:
+        note = "the last line is cut (no newline at the end)" if cut else problem
+        text = line.decode("utf-8", errors="replace")
+        cols.add(trace=trace, line=number, kind="malformed", event=note, text=text)
+        return
+    assert isinstance(rec, dict)
+    base = {
+        "trace": trace,
+        "line": number,
+        "seq": rec["seq"],
+        "t_ns": rec.get("t_ns"),
+        "src": rec["src"],
+        "truncated": bool(rec.get("truncated", False)),
+    }
+    if rec["src"] == "tap":
+        detail = {k: v for k, v in rec.items() if k not in ("seq", "t_ns", "src")}
+        cols.add(**base, kind="event", event=rec["event"], text=orjson.dumps(detail).decode())
+    elif "msg" in rec:
+        _add_messages(cols, base, rec, line)
+    elif "text" in rec:
+        size = rec.get("bytes") if base["truncated"] else len(rec["text"].encode())
+        cols.add(**base, kind="text", text=rec["text"], bytes=size)
+    else:
+        size = rec.get("bytes") if base["truncated"] else len(base64.b64decode(rec["b64"]))
+        cols.add(**base, kind="b64", text=rec["b64"], bytes=size)
+
+
+def _record_problem(rec: Any) -> str | None:
+    """Why a parsed line is not a valid v1 record, or None when it is."""
+    if not isinstance(rec, dict):
+        return "not a JSON object"
+    seq, t_ns, src = rec.get("seq"), rec.get("t_ns"), rec.get("src")
+    if not isinstance(seq, int) or isinstance(seq, bool):
+        return "no integer `seq`"
+    if t_ns is not None and (not isinstance(t_ns, int) or isinstance(t_ns, bool)):
+        return "`t_ns` is not an integer"
+    if src not in SOURCES:
+        return f"unknown `src` {src!r}"
+    if src == "tap":
+        return None if isinstance(rec.get("event"), str) else "tap record without `event`"
+    payloads = [k for k in ("msg", "text", "b64") if k in rec]
+    if len(payloads) != 1:
+        return "a record needs exactly one of `msg`, `text`, `b64`"
+    if "text" in rec and not isinstance(rec["text"], str):
+        return "`text` is not a string"
+    if "b64" in rec and not _is_b64(rec["b64"]):
+        return "`b64` is not base64"
+    return None
+
+
+def _is_b64(value: Any) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        base64.b64decode(value, validate=True)
+    except ValueError:
+        return False
+    return True
+
+
+def _add_messages(cols: _Columns, base: dict[str, Any], rec: dict[str, Any], line: bytes) -> None:
+    value = rec["msg"]
+    if isinstance(value, list) and value and all(is_message(m) for m in value):
+        for part, item in enumerate(value):
+            text = orjson.dumps(item).decode()
+            cols.add(**base, part=part, bytes=len(text.encode()), msg=text, **_fields(item))
+        return
+    text = _msg_text(line, rec)
+    cols.add(**base, bytes=len(text.encode()), msg=text, **_fields(value))
+
+
+def _msg_text(line: bytes, rec: dict[str, Any]) -> str:
+    """The `msg` value's text exactly as it stands in the record line."""
+    if next(reversed(rec)) == "msg":
+        start = line.find(b'"msg"')
+        colon = line.find(b":", start + 5)
+        end = line.rstrip().rfind(b"}")
+        if start >= 0 and 0 <= colon < end:
+            return line[colon + 1 : end].strip().decode("utf-8")
+    return orjson.dumps(rec["msg"]).decode()
+
+
+def _fields(msg: Any) -> dict[str, Any]:
+    """The columns derived from one message."""
+    kind = message_kind(msg)
+    if kind == "invalid":
+        return {"kind": "invalid"}
+    method = msg.get("method")
+    params = msg.get("params")
+    result = msg.get("result")
+    error = msg.get("error")
+    out: dict[str, Any] = {
+        "kind": kind,
+        "method": method if isinstance(method, str) else None,
+        "id": id_key(msg["id"]) if "id" in msg else None,
+    }
+    session = None
+    if isinstance(params, dict):
+        session = params.get("sessionId")
+        update = params.get("update")
+        if isinstance(update, dict):
+            uk = update.get("sessionUpdate")
+            out["update_kind"] = uk if isinstance(uk, str) else None
+            child = update.get("sessionId")
+            out["update_session"] = child if isinstance(child, str) else None
+    if session is None and isinstance(result, dict):
+        session = result.get("sessionId")
+    if isinstance(error, dict):
+        code = error.get("code")
+        out["error_code"] = code if isinstance(code, int) and not isinstance(code, bool) else None
+        data = error.get("data")
+        if session is None and isinstance(data, dict):
+            session = data.get("sessionId")
+    out["session_id"] = session if isinstance(session, str) else None
+    return out
+
+
+def headers(records: pl.DataFrame) -> dict[str, dict[str, Any]]:
+    """Each trace's header fields (an empty dict when the trace has no header)."""
+    out: dict[str, dict[str, Any]] = {t: {} for t in records["trace"].unique(maintain_order=True)}
+    for trace, text in records.filter(pl.col("kind") == "header").select("trace", "text").rows():
+        out[trace] = loads(text)
+    return out
+
+
+def message(row_msg: str | None) -> Any:
+    """Parse the `msg` column of one row (None stays None)."""
+    return None if row_msg is None else loads(row_msg)
