@@ -149,6 +149,7 @@ def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
 def read_trace(
     paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     *,
+    fmt: str | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> pl.DataFrame:
     """Read traces (files, directories, globs) into one records DataFrame (see COLUMNS).
@@ -156,13 +157,14 @@ def read_trace(
     Other capture formats (bare JSON-RPC, Zed's log, conductor, inspector) are detected
     from their content and converted on the fly. Damaged lines and a cut last line become
     rows of kind `malformed` with their line number; they never stop the reading.
+    `fmt` names the input format instead of detecting it (`acp-trace`, or an importer's name).
     """
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
     files = expand_paths(paths)
     frames: list[pl.DataFrame] = []
     for done, path in enumerate(files, 1):
-        frames.extend(_read_file(path))
+        frames.extend(_read_file(path, fmt))
         if progress is not None:
             progress(done, len(files))
     if not frames:
@@ -173,14 +175,14 @@ def read_trace(
 CHUNK_ROWS = 200_000
 
 
-def _read_file(path: Path) -> Iterator[pl.DataFrame]:
+def _read_file(path: Path, fmt: str | None) -> Iterator[pl.DataFrame]:
     try:
         handle = path.open("rb")
     except OSError as exc:
         raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
     with handle:
         first = handle.readline()
-        if _is_native_header(first):
+        if fmt in (None, "acp-trace") and _is_native_header(first):
             handle.seek(0)
             yield from _parse_lines(str(path), handle)
             return
@@ -188,7 +190,7 @@ def _read_file(path: Path) -> Iterator[pl.DataFrame]:
         data = handle.read()
     from acp_trace import importers  # imported late: only other formats need it
 
-    for name, lines in importers.convert(path, data):
+    for name, lines in importers.convert(path, data, fmt):
         yield from _parse_lines(name, iter(lines))
 
 
