@@ -54,11 +54,206 @@ def _progress(label: str):  # type: ignore[no-untyped-def]
 @app.command()
 def summary(traces: Traces) -> None:
     """Per trace: agent, protocol, sessions, message counts, duration, stderr and malformed lines."""
-    from acp_trace import report, timeline
+    from acp_trace.report import format_summary
+    from acp_trace.timeline import summarize
     from acp_trace.trace_io import read_trace
 
     records = read_trace(traces, progress=_progress("reading"))
-    typer.echo(report.format_summary(timeline.summarize(records)), nl=False)
+    typer.echo(format_summary(summarize(records)), nl=False)
+
+
+# ---------------------------------------------------------------- demo agent and client
+
+Faults = Annotated[
+    list[str] | None,
+    typer.Option("--fault", help="Break one rule on purpose (repeatable); see --list-faults."),
+]
+
+
+@app.command("demo-agent")
+def demo_agent(
+    turns: Annotated[int, typer.Option(help="Turns of fabricated history per session.")] = 3,
+    pace: Annotated[float, typer.Option(help="Seconds between two replayed updates.")] = 0.0,
+    gap: Annotated[
+        str,
+        typer.Option(
+            help="Marker to response delay: SECONDS, uniform:A,B, lognormal:MU,SIGMA, "
+            "exponential:MEAN."
+        ),
+    ] = "0",
+    seed: Annotated[int, typer.Option(help="Seed of the random delays.")] = 0,
+    children: Annotated[int, typer.Option(help="Child sessions per session (v2 replay).")] = 0,
+    session: Annotated[
+        list[str] | None, typer.Option(help="A session id the agent knows (repeatable).")
+    ] = None,
+    fault: Faults = None,
+    list_faults: Annotated[bool, typer.Option("--list-faults", help="List faults, exit.")] = False,
+) -> None:
+    """Run the reference ACP agent (v1 and v2) on stdin/stdout."""
+    from acp_trace import demo_agent as agent
+    from acp_trace.errors import UsageError
+
+    if list_faults:
+        typer.echo("".join(f"{name}: {text}\n" for name, text in agent.FAULTS.items()), nl=False)
+        return
+    try:
+        opts = agent.AgentOptions(
+            turns=turns,
+            pace=pace,
+            gap=gap,
+            seed=seed,
+            children=children,
+            sessions=tuple(session or ("sess_demo",)),
+            faults=frozenset(fault or ()),
+        )
+    except ValueError as exc:
+        raise UsageError(f"demo-agent: {exc}") from exc
+    raise typer.Exit(agent.run_agent(opts))
+
+
+@app.command("demo-client")
+def demo_client(
+    command: Annotated[list[str], typer.Argument(help="The agent command, after `--`.")],
+    protocol: Annotated[int, typer.Option(help="ACP version to ask for (1 or 2).")] = 2,
+    resumes: Annotated[int, typer.Option(help="Replaying resumes (v2) or loads (v1).")] = 1,
+    session: Annotated[str | None, typer.Option(help="Resume this session (else new).")] = None,
+    cwd: Annotated[str | None, typer.Option(help="cwd sent to the agent.")] = None,
+    prompt: Annotated[str | None, typer.Option(help="Send this prompt first.")] = None,
+    cursor: Annotated[str, typer.Option(help="v2 replayFrom type; `none` omits it.")] = "start",
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for each response.")] = 60.0,
+    grace: Annotated[float, typer.Option(help="Seconds between closing stdin and SIGTERM.")] = 5.0,
+    save: Annotated[Path | None, typer.Option(help="Save every byte received.")] = None,
+    save_sent: Annotated[Path | None, typer.Option(help="Save every byte sent.")] = None,
+    summary: Annotated[bool, typer.Option(help="Print one line per request.")] = False,
+) -> None:
+    """Drive an agent: initialize, session/new (or --session), prompt, N resumes or loads."""
+    import os
+
+    from acp_trace import demo_client as client
+
+    opts = client.ClientOptions(
+        command=tuple(command),
+        protocol=protocol,
+        resumes=resumes,
+        session=session,
+        cwd=cwd or os.getcwd(),
+        prompt=prompt,
+        cursor=cursor,
+        timeout=timeout,
+        grace=grace,
+        save=save,
+        save_sent=save_sent,
+    )
+    result = client.run_client(opts)
+    if summary:
+        typer.echo(client.format_result(result), nl=False)
+    if not result.finished:
+        sys.stderr.write(f"acp-trace: demo-client: {result.problem}\n")
+        raise typer.Exit(1)
+
+
+Format = Annotated[str, typer.Option("--format", "-f", help="table, json or csv.")]
+MarkerMeta = Annotated[
+    str | None,
+    typer.Option("--marker-meta", help="A `_meta` key that marks the end of a v1 load's replay."),
+]
+From = Annotated[
+    str | None, typer.Option("--from", help="Input format (default: detected from the content).")
+]
+
+
+def _analyze(traces: list[str], marker_meta: str | None = None, fmt: str | None = None):  # type: ignore[no-untyped-def]
+    from acp_trace.analysis import analyze
+
+    return analyze(traces, marker_meta=marker_meta, fmt=fmt, progress=_progress("reading"))
+
+
+def _emit_frame(df: object, fmt: str, table: str | None = None) -> None:
+    from acp_trace import report as render
+
+    typer.echo(render.frame(df, fmt, table), nl=False)  # type: ignore[arg-type]
+
+
+@app.command()
+def timeline(
+    trace: Annotated[list[str], typer.Argument(help="Trace file(s).")],
+    session: Annotated[str | None, typer.Option(help="Only this session's messages.")] = None,
+    replays_only: Annotated[
+        bool, typer.Option("--replays-only", help="Only replay windows.")
+    ] = False,
+    marker_meta: MarkerMeta = None,
+    source_format: From = None,
+) -> None:
+    """Print what happened, message by message, with replay windows and markers set off."""
+    from acp_trace.report import format_timeline
+
+    a = _analyze(trace, marker_meta, source_format)
+    text = format_timeline(a.timeline, a.facts.windows, session=session, replays_only=replays_only)
+    typer.echo(text, nl=False)
+
+
+@app.command()
+def replays(
+    traces: Traces,
+    fmt: Format = "table",
+    marker_meta: MarkerMeta = None,
+    source_format: From = None,
+) -> None:
+    """One row per replaying request and session: outcome, timings (ms) and counts."""
+    a = _analyze(traces, marker_meta, source_format)
+    _emit_frame(a.replays, fmt, "replays")
+
+
+@app.command()
+def latency(
+    traces: Traces,
+    by: Annotated[str, typer.Option("--by", help="Group by method, agent or trace.")] = "method",
+    fmt: Format = "table",
+    source_format: From = None,
+) -> None:
+    """Request-to-response latency per method, and prompt-turn phases."""
+    from acp_trace.latency import turn_phases
+
+    a = _analyze(traces, None, source_format)
+    requests = a.latency(by)
+    phases = turn_phases(a.turns, by)
+    if fmt == "table":
+        _emit_frame(requests, fmt)
+        if phases.height:
+            typer.echo("\nprompt turns (request to first agent chunk, acceptance, end of turn):")
+            _emit_frame(phases, fmt)
+    else:
+        from acp_trace import report as render
+
+        typer.echo(render.frames({"requests": requests, "prompt_turns": phases}, fmt), nl=False)
+
+
+@app.command()
+def check(
+    traces: Traces,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="text, json or junit.")] = "text",
+    rule: Annotated[list[str] | None, typer.Option("--rule", help="Only these rule ids.")] = None,
+    min_severity: Annotated[str, typer.Option("--min-severity")] = "info",
+    marker_meta: MarkerMeta = None,
+    source_format: From = None,
+) -> None:
+    """Evaluate every rule of the catalogue; exit 1 when there is an error finding."""
+    from acp_trace import report as render
+
+    a = _analyze(traces, marker_meta, source_format)
+    findings = a.findings(rule, min_severity)
+    typer.echo(render.check_output(a, findings, fmt), nl=False)
+    if findings.filter(findings["severity"] == "error").height:
+        raise typer.Exit(1)
+
+
+@app.command()
+def rules() -> None:
+    """List the rule catalogue: id, severity and what breaks it."""
+    from acp_trace.checks import RULES
+
+    for r in RULES.values():
+        typer.echo(f"{r.id:<30} {r.severity:<8} {r.summary}")
 
 
 def main() -> None:
