@@ -47,9 +47,10 @@ def _convert_entry(
     """Append the record for one entry; returns why it cannot be converted, or None."""
     if not isinstance(entry, dict):
         return f"an entry is {describe(entry)}, not an object"
-    src = SIDES.get(entry.get("_direction"))
+    direction = entry.get("_direction")
+    src = SIDES.get(direction) if isinstance(direction, str) else None
     if src is None:
-        return f"unknown _direction {entry.get('_direction')!r}"
+        return f"unknown _direction {direction!r}"
     if src == "stderr":
         line = entry.get("params")
         text = line if isinstance(line, str) else orjson.dumps(line).decode()
