@@ -220,6 +220,9 @@ def _finish(proc: subprocess.Popen[bytes], rpc: Endpoint, grace: float) -> int:
     except subprocess.TimeoutExpired:
         code = _end_group(proc)
     rpc.closed.wait(timeout=grace)
+    if rpc.closed.is_set():
+        assert proc.stdout is not None
+        proc.stdout.close()
     return code
 
 
