@@ -256,28 +256,106 @@ def rules() -> None:
         typer.echo(f"{r.id:<30} {r.severity:<8} {r.summary}")
 
 
+@app.command(context_settings={"allow_interspersed_args": False})
+def record(
+    command: Annotated[
+        list[str],
+        typer.Argument(help="The agent and its arguments, after `--`.", metavar="AGENT..."),
+    ],
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write the trace to this file.")
+    ] = None,
+    directory: Annotated[
+        Path | None,
+        typer.Option(
+            "--dir",
+            help="Write a new trace named TIMESTAMP-AGENT.jsonl into this directory "
+            "(default: $ACP_TRACE_DIR, else $XDG_STATE_HOME/acp-trace/traces).",
+        ),
+    ] = None,
+    no_redact: Annotated[
+        bool, typer.Option("--no-redact", help="Record secrets (MCP env/headers, credentials).")
+    ] = False,
+    max_record_bytes: Annotated[
+        int | None,
+        typer.Option(
+            min=0, help="Cut the recorded copy of longer lines (forwarding is never cut)."
+        ),
+    ] = None,
+    grace: Annotated[
+        float,
+        typer.Option(
+            min=0.0, help="Seconds the agent may outlive the client's stdin (then TERM, KILL)."
+        ),
+    ] = 3.0,
+) -> None:
+    """Run an agent behind a tap that forwards every byte and records a trace: -- AGENT [ARGS...]."""
+    from acp_trace.tap import RecordOptions
+    from acp_trace.tap import record as run_recorder
+
+    def warn(message: str) -> None:
+        sys.stderr.write(f"acp-trace: {message}\n")
+        sys.stderr.flush()
+
+    options = RecordOptions(
+        command=command,
+        output=output,
+        directory=directory,
+        redact=not no_redact,
+        max_record_bytes=max_record_bytes,
+        grace=grace,
+    )
+    result = run_recorder(options, warn=warn)
+    if result.dropped and result.write_error is None:
+        warn(f"{result.trace}: {result.dropped} records were dropped (the disk was too slow)")
+    raise typer.Exit(result.exit_code)
+
+
+@app.command("import")
+def import_(
+    sources: Annotated[list[str], typer.Argument(help="Capture files, directories or globs.")],
+    output: Annotated[
+        Path,
+        typer.Option(
+            "-o",
+            "--output",
+            help="Output file; a directory (existing, or ending in /) for several.",
+        ),
+    ],
+    source_format: From = None,
+) -> None:
+    """Convert other ACP captures (bare JSON-RPC, Zed log, conductor, inspector) to trace v1."""
+    from acp_trace import importers
+    from acp_trace.errors import UsageError
+
+    traces = importers.import_files(sources, source_format)
+    if not traces:
+        raise UsageError(f"{' '.join(sources)}: no capture file found")
+    targets = importers.output_paths([name for name, _ in traces], output)
+    inputs = {Path(name.partition("#")[0]).resolve() for name, _ in traces}
+    for (name, lines), target in zip(traces, targets, strict=True):
+        if target.resolve() in inputs:
+            raise UsageError(f"-o {target}: would overwrite the source {name}")
+        importers.write_trace(target, lines)
+        facts = importers.header_summary(lines)
+        notes = "".join(
+            f", {facts[key]} {key}" for key in ("unconverted", "ambiguous") if facts[key]
+        )
+        typer.echo(f"{name} -> {target}: {facts['records']} records, {facts['timing']}{notes}")
+
+
 def main() -> None:
-    """Entry point: run the app and turn acp-trace errors into `acp-trace: ...` and exit 2."""
+    """Entry point: run the app and turn acp-trace errors into `acp-trace: ...` and exit 2.
+
+    Typer's standalone mode already maps usage errors to exit 2 and `typer.Exit` to its code.
+    """
     try:
-        code = app(standalone_mode=False)
+        app()
     except AcpTraceError as exc:
         if _DEBUG["on"]:
             traceback.print_exc()
         sys.stderr.write(f"acp-trace: {exc}\n")
         sys.exit(2)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except typer.Abort:
-        sys.stderr.write("acp-trace: aborted\n")
-        sys.exit(130)
-    except Exception as exc:  # click usage errors and the like
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(2)
-        raise
-    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

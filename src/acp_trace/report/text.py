@@ -166,7 +166,7 @@ def format_timeline(
         who = f" [{r['session']}]" if r["session"] else ""
         out.append(f"{t:>10}  {bar} {ARROWS.get(r['src'], '  ')} seq {r['seq']}: {_what(r)}{who}\n")
         if row in markers:
-            mw, stats = markers[row]
+            _window, stats = markers[row]
             out.append(
                 f"{'':>10}  |   ^^ end of history for {stats.session} "
                 f"({stats.history_updates} history updates)\n"
