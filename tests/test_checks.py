@@ -7,10 +7,10 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from tracebuilder import TraceBuilder
 
 import acp_trace
 from acp_trace.checks import RULES
+from tracebuilder import TraceBuilder
 
 ACCEPT = {"executablemd.session-materialization/v1": {"state": "accepted"}}
 

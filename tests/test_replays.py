@@ -7,9 +7,9 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from tracebuilder import TraceBuilder
 
 import acp_trace
+from tracebuilder import TraceBuilder
 
 
 def _replays(b: TraceBuilder, tmp_path: Path, **kw: object) -> pl.DataFrame:

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from tracebuilder import TraceBuilder
 
 import acp_trace
 from acp_trace.timeline import agent_name_from_command, summarize
+from tracebuilder import TraceBuilder
 
 
 def _tl(b: TraceBuilder, tmp_path: Path) -> pl.DataFrame:
