@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import orjson
 import polars as pl
 import pytest
 
@@ -64,10 +65,16 @@ def long_prompt_session() -> TraceBuilder:
     b = TraceBuilder(protocol=1)
     _new_session(b, "s")
     for turn in range(5):
-        rid = b.request("session/prompt", {"sessionId": "s", "prompt": [{"type": "text", "text": "go"}]})
+        rid = b.request(
+            "session/prompt", {"sessionId": "s", "prompt": [{"type": "text", "text": "go"}]}
+        )
         b.update("s", "agent_thought_chunk", content={"type": "text", "text": "hmm"})
         b.update("s", "tool_call", toolCallId=f"t{turn}", title="edit", status="pending")
-        pid = b.request("session/request_permission", {"sessionId": "s", "toolCall": {"toolCallId": f"t{turn}"}}, src="agent")
+        pid = b.request(
+            "session/request_permission",
+            {"sessionId": "s", "toolCall": {"toolCallId": f"t{turn}"}},
+            src="agent",
+        )
         b.response(pid, {"outcome": {"outcome": "selected", "optionId": "allow"}}, src="client")
         b.update("s", "tool_call_update", toolCallId=f"t{turn}", status="completed")
         b.request("fs/read_text_file", {"sessionId": "s", "path": "/x"}, id=100 + turn, src="agent")
@@ -356,7 +363,10 @@ def non_json_line() -> TraceBuilder:
 
 def batch_line() -> TraceBuilder:
     b = TraceBuilder()
-    b.send("client", [{"jsonrpc": "2.0", "id": 50, "method": "x/y"}, {"jsonrpc": "2.0", "method": "x/z"}])
+    b.send(
+        "client",
+        [{"jsonrpc": "2.0", "id": 50, "method": "x/y"}, {"jsonrpc": "2.0", "method": "x/z"}],
+    )
     b.response(50, {})
     return b
 
@@ -410,7 +420,9 @@ def _prompt_turn(b: TraceBuilder, updates: list[dict], v1_result: dict | None = 
 def acceptance_ok() -> TraceBuilder:
     b = TraceBuilder(protocol=1)
     _new_session(b, "s")
-    _prompt_turn(b, [{"kind": "session_info_update", "_meta": ACCEPT}, {"kind": "agent_message_chunk"}])
+    _prompt_turn(
+        b, [{"kind": "session_info_update", "_meta": ACCEPT}, {"kind": "agent_message_chunk"}]
+    )
     _prompt_turn(b, [{"kind": "session_info_update", "_meta": ACCEPT}])
     return b
 
@@ -454,6 +466,15 @@ def client_response_with_resume_id() -> TraceBuilder:
     b.marker("s")
     b.state("s")
     b.response(rid, {})
+    return b
+
+
+def import_ambiguous() -> TraceBuilder:
+    b = TraceBuilder(protocol=None)
+    head = orjson.loads(b.lines[0])
+    head["ambiguous"] = [{"line": 1, "seq": 1, "reason": "unknown method _x/ping"}]
+    b.lines[0] = orjson.dumps(head)
+    b.notify("_x/ping", {}, src="client")
     return b
 
 
@@ -538,6 +559,7 @@ CASES: list[tuple[Callable[[], TraceBuilder], dict[str, str]]] = [
     (uuid_on_end_turn, {}),
     (uuid_on_resume_snapshot, {}),
     (client_response_with_resume_id, {}),
+    (import_ambiguous, {"import-ambiguous-direction": "info"}),
 ]
 
 
@@ -546,7 +568,9 @@ def _findings(b: TraceBuilder, tmp_path: Path) -> pl.DataFrame:
 
 
 @pytest.mark.parametrize(("build", "expected"), CASES, ids=[c[0].__name__ for c in CASES])
-def test_rule_cases(tmp_path: Path, build: Callable[[], TraceBuilder], expected: dict[str, str]) -> None:
+def test_rule_cases(
+    tmp_path: Path, build: Callable[[], TraceBuilder], expected: dict[str, str]
+) -> None:
     """Each breaking trace yields exactly its rules (with their severities); near misses yield none."""
     found = _findings(build(), tmp_path)
     assert dict(found.select("rule", "severity").unique().iter_rows()) == expected
@@ -613,7 +637,10 @@ def test_damaged_trace_does_not_crash(tmp_path: Path) -> None:
     b.lines.insert(5, b'{"seq": "x"}')
     b.send("agent", {"jsonrpc": "2.0", "method": "weird/thing", "params": [1, 2]})
     b.send("agent", {"jsonrpc": "2.0", "id": {"obj": 1}, "result": None})
-    b.send("agent", {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": 5, "update": "x"}})
+    b.send(
+        "agent",
+        {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": 5, "update": "x"}},
+    )
     path = b.write(tmp_path / "t.jsonl")
     path.write_bytes(path.read_bytes() + b'{"seq": 999, "t_ns": 5, "src": "ag')
     a = acp_trace.analyze(path)

@@ -533,6 +533,31 @@ def uuid_on_cancelled(ctx: Context) -> Iterator[Finding]:
             )
 
 
+# ---------------------------------------------------------------- importers
+
+
+@rule("import-ambiguous-direction", "info", "an imported message's direction had to be guessed")
+def import_ambiguous_direction(ctx: Context) -> Iterator[Finding]:
+    for trace, head in ctx.headers.items():
+        for item in head.get("ambiguous") or []:
+            if not isinstance(item, dict):
+                continue
+            seq = item.get("seq") if isinstance(item.get("seq"), int) else None
+            yield Finding(
+                rule="import-ambiguous-direction",
+                severity="info",
+                trace=trace,
+                session=None,
+                seq=seq,
+                t_ms=None,
+                message=(
+                    f"the direction of the message at seq {seq} (source line {item.get('line')}) "
+                    f"could not be inferred from the protocol: {item.get('reason')}; "
+                    "ordering rules treat it as the importer guessed"
+                ),
+            )
+
+
 # ---------------------------------------------------------------- running them
 
 
