@@ -213,14 +213,15 @@ class Stamper:
         """Stamp lines completed by one read; a full queue drops them (counted)."""
         with self._lock:
             t_ns = time.monotonic_ns() - self._t0
-            for line in lines:
+            last = len(lines) - 1
+            for index, line in enumerate(lines):
                 size = len(line) + RECORD_OVERHEAD
                 if not self._queue.fits(size):
                     self.pending_drops += 1
                     self.dropped += 1
                     continue
                 self._flush_drops(t_ns)
-                self._put(Item(0, t_ns, src, line, eol=eol or line is not lines[-1]), size)
+                self._put(Item(0, t_ns, src, line, eol=eol or index < last), size)
 
     def event(self, name: str, **fields: Any) -> None:
         """Stamp a tap event (never dropped)."""
@@ -351,7 +352,8 @@ class TraceWriter:
         view = memoryview(data)
         while view:
             done = os.write(self._fd, view)
-            self._at_line_start = view[done - 1 : done] == b"\n"
+            if done:
+                self._at_line_start = view[done - 1] == ord("\n")
             view = view[done:]
 
     def _append_event(self, name: str, **fields: Any) -> None:
@@ -461,7 +463,7 @@ class _Tap:
             returncode = self._supervise(proc)
             self._drain(drains)
             sig = -returncode if returncode < 0 else None
-            self.stamper.event("exit", code=None if sig else returncode, signal=sig)
+            self.stamper.event("exit", code=returncode if sig is None else None, signal=sig)
             _close_for_reader(stdout_fd)
             self.writer.close()
         return exit_code(returncode)
@@ -474,8 +476,11 @@ class _Tap:
             "pid": pid,
             "recorder": f"acp-trace {__version__}",
             "redaction": POLICY if self.options.redact else NO_POLICY,
-            "max_record_bytes": self.options.max_record_bytes,
-        }
+        } | self._limits()
+
+    def _limits(self) -> dict[str, Any]:
+        limit = self.options.max_record_bytes
+        return {} if limit is None else {"max_record_bytes": limit}
 
     def _thread(self, target: Callable[..., None], *args: Any) -> threading.Thread:
         thread = threading.Thread(target=target, args=args, daemon=True)

@@ -1,0 +1,73 @@
+"""A scripted ACP agent for the recorder tests: sends a file, keeps what it receives.
+
+    agent.py [--send FILE] [--received FILE] [--stderr FILE] [--exit N] [--ready]
+             [--crash-after N] [--kill-self SIGNUM] [--ignore-eof] [--ignore-term]
+
+It writes FILE to stdout in chunks of varying size (and --stderr FILE to stderr) while it
+reads stdin to EOF into --received; then it says `agent: stdin closed` on stderr and exits
+with --exit (default 0). --ready first writes one `{"ready":true}` line. --crash-after N
+exits at once with --exit after N bytes of FILE; --kill-self kills itself with a signal at
+the end; --ignore-eof waits forever after stdin's EOF; --ignore-term ignores SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import signal
+import sys
+import threading
+
+
+def write_all(fd: int, data: bytes, seed: int) -> None:
+    chance = random.Random(seed)
+    view = memoryview(data)
+    while view:
+        size = chance.choice((1, 7, 100, 4096, 65536, 1 << 20))
+        view = view[os.write(fd, view[:size]) :]
+
+
+def read_to_eof(fd: int, path: str | None) -> None:
+    out = open(path, "wb") if path else None  # noqa: SIM115 - closed below
+    while chunk := os.read(fd, 1 << 16):
+        if out:
+            out.write(chunk)
+    if out:
+        out.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    for name in ("--send", "--received", "--stderr"):
+        parser.add_argument(name)
+    parser.add_argument("--exit", type=int, default=0)
+    parser.add_argument("--crash-after", type=int)
+    parser.add_argument("--kill-self", type=int)
+    for name in ("--ready", "--ignore-eof", "--ignore-term"):
+        parser.add_argument(name, action="store_true")
+    args = parser.parse_args()
+    if args.ignore_term:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if args.ready:
+        write_all(1, b'{"ready":true}\n', 0)
+    data = open(args.send, "rb").read() if args.send else b""  # noqa: SIM115
+    if args.crash_after is not None:
+        write_all(1, data[: args.crash_after], 1)
+        os._exit(args.exit)
+    sender = threading.Thread(target=write_all, args=(1, data, 2))
+    sender.start()
+    if args.stderr:
+        write_all(2, open(args.stderr, "rb").read(), 3)  # noqa: SIM115
+    read_to_eof(0, args.received)
+    sender.join()
+    write_all(2, b"agent: stdin closed\n", 4)
+    while args.ignore_eof:
+        signal.pause()
+    if args.kill_self:
+        os.kill(os.getpid(), args.kill_self)
+    sys.exit(args.exit)
+
+
+if __name__ == "__main__":
+    main()
