@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from tracebuilder import TraceBuilder
 
 from acp_trace.cli import main
+from tracebuilder import TraceBuilder
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -42,7 +42,9 @@ def sample_trace() -> TraceBuilder:
     return b
 
 
-def run(args: list[str], cwd: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+def run(
+    args: list[str], cwd: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str]:
     monkeypatch.chdir(cwd)
     monkeypatch.setattr(sys, "argv", ["acp-trace", *args])
     with pytest.raises(SystemExit) as exit_info:
@@ -64,13 +66,27 @@ CASES = {
     "check": (["check", "t.jsonl"], 1),
     "check-json": (["check", "t.jsonl", "--format", "json"], 1),
     "check-junit": (["check", "t.jsonl", "--format", "junit"], 1),
-    "check-warnings": (["check", "t.jsonl", "--rule", "non-json-line", "--rule", "unanswered-request", "--min-severity", "warning"], 1),
+    "check-warnings": (
+        [
+            "check",
+            "t.jsonl",
+            "--rule",
+            "non-json-line",
+            "--rule",
+            "unanswered-request",
+            "--min-severity",
+            "warning",
+        ],
+        1,
+    ),
     "rules": (["rules"], 0),
 }
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_golden(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_golden(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Each command prints exactly its golden file and exits with the expected code."""
     sample_trace().write(tmp_path / "t.jsonl")
     args, expected_code = CASES[name]
@@ -82,7 +98,9 @@ def test_golden(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caps
     assert out == golden.read_text()
 
 
-def test_check_exit_zero_without_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_check_exit_zero_without_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """check exits 0 when no finding has severity error."""
     b = TraceBuilder()
     b.request("session/prompt", {"sessionId": "s", "prompt": []})
@@ -96,13 +114,23 @@ def test_check_exit_zero_without_errors(tmp_path: Path, monkeypatch: pytest.Monk
     [
         (["check", "missing.jsonl"], "acp-trace: missing.jsonl: no such file or directory"),
         (["check", "t.jsonl", "--rule", "no-such-rule"], "acp-trace: unknown rule id no-such-rule"),
-        (["check", "t.jsonl", "--format", "yaml"], "acp-trace: --format yaml: expected text, json or junit"),
-        (["latency", "t.jsonl", "--by", "color"], "acp-trace: --by color: expected one of method, agent, trace"),
+        (
+            ["check", "t.jsonl", "--format", "yaml"],
+            "acp-trace: --format yaml: expected text, json or junit",
+        ),
+        (
+            ["latency", "t.jsonl", "--by", "color"],
+            "acp-trace: --by color: expected one of method, agent, trace",
+        ),
         (["summary", "garbage.txt"], "acp-trace: garbage.txt:"),
     ],
 )
 def test_errors_exit_2_with_a_message(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], args: list[str], needle: str
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    args: list[str],
+    needle: str,
 ) -> None:
     """Unreadable inputs and bad arguments print `acp-trace: ...` (no traceback) and exit 2."""
     TraceBuilder().write(tmp_path / "t.jsonl")
