@@ -198,7 +198,8 @@ def _connection(
     client = None
     result: dict[str, Any] = {}
     if req.height:
-        params = loads(req["msg"][0]).get("params") or {}
+        params = loads(req["msg"][0]).get("params")
+        params = params if isinstance(params, dict) else {}
         info = params.get("clientInfo") or params.get("info") or {}
         client = info.get("name") if isinstance(info, dict) else None
         ans = resp.filter(pl.col("trace") == trace, pl.col("id") == req["id"][0]).head(1)

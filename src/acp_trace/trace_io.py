@@ -24,7 +24,7 @@ from acp_trace.jsonrpc import id_key, is_message, loads, message_kind
 
 FORMAT_VERSION = 1
 SOURCES = ("client", "agent", "stderr", "tap")
-TRACE_SUFFIXES = (".jsonl", ".ndjson", ".json", ".log", ".trace")
+TRACE_SUFFIXES = (".jsonl", ".ndjson", ".json", ".jsons", ".log", ".trace")
 
 SCHEMA: dict[str, Any] = {
     "trace": pl.String,
@@ -259,10 +259,12 @@ def _record_problem(rec: Any) -> str | None:
     if not isinstance(rec, dict):
         return "not a JSON object"
     seq, t_ns, src = rec.get("seq"), rec.get("t_ns"), rec.get("src")
-    if not isinstance(seq, int) or isinstance(seq, bool):
+    if not _is_int64(seq):
         return "no integer `seq`"
-    if t_ns is not None and (not isinstance(t_ns, int) or isinstance(t_ns, bool)):
+    if t_ns is not None and not _is_int64(t_ns):
         return "`t_ns` is not an integer"
+    if rec.get("truncated") and not _is_int64(rec.get("bytes")):
+        return "a truncated record without an integer `bytes`"
     if src not in SOURCES:
         return f"unknown `src` {src!r}"
     if src == "tap":
@@ -275,6 +277,10 @@ def _record_problem(rec: Any) -> str | None:
     if "b64" in rec and not _is_b64(rec["b64"]):
         return "`b64` is not base64"
     return None
+
+
+def _is_int64(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63
 
 
 def _is_b64(value: Any) -> bool:
@@ -336,7 +342,7 @@ def _fields(msg: Any) -> dict[str, Any]:
         session = result.get("sessionId")
     if isinstance(error, dict):
         code = error.get("code")
-        out["error_code"] = code if isinstance(code, int) and not isinstance(code, bool) else None
+        out["error_code"] = code if _is_int64(code) else None
         data = error.get("data")
         if session is None and isinstance(data, dict):
             session = data.get("sessionId")
