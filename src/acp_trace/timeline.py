@@ -181,54 +181,70 @@ def _emit(
 
 
 def connections(records: pl.DataFrame) -> dict[str, Connection]:
-    """Per trace, the protocol version, agent and client named by the initialize exchange."""
-    out: dict[str, Connection] = {}
-    traces = records["trace"].unique(maintain_order=True).to_list()
-    init = records.filter(pl.col("method") == "initialize", pl.col("kind") == "request")
-    resp = records.filter(pl.col("kind") == "response", pl.col("src") == "agent")
-    for trace in traces:
-        out[trace] = _connection(trace, init, resp, records)
-    return out
+    """Per trace, the protocol version, agent and client named by the initialize exchange.
+
+    Falls back to the recorded command for the agent's name. One pass over the table, so a
+    directory of thousands of traces costs no more than one trace of the same size.
+    """
+    kind, src = pl.col("kind"), pl.col("src")
+    init = (
+        records.filter(kind == "request", src == "client", pl.col("method") == "initialize")
+        .group_by("trace", maintain_order=True)
+        .first()
+        .select("trace", "id", pl.col("msg").alias("request"))
+    )
+    answers = (
+        records.filter(kind == "response", src == "agent")
+        .join(init.select("trace", "id"), on=["trace", "id"], how="semi")
+        .group_by(["trace", "id"], maintain_order=True)
+        .first()
+        .select("trace", "id", pl.col("msg").alias("response"))
+    )
+    heads = (
+        records.filter(kind == "header")
+        .group_by("trace", maintain_order=True)
+        .first()
+        .select("trace", pl.col("text").alias("header"))
+    )
+    table = (
+        records.select("trace")
+        .unique(maintain_order=True)
+        .join(init, on="trace", how="left", maintain_order="left")
+        .join(answers, on=["trace", "id"], how="left", maintain_order="left")
+        .join(heads, on="trace", how="left", maintain_order="left")
+    )
+    cols = ("trace", "request", "response", "header")
+    return {row[0]: _connection(*row) for row in table.select(cols).iter_rows()}
 
 
 def _connection(
-    trace: str, init: pl.DataFrame, resp: pl.DataFrame, records: pl.DataFrame
+    trace: str, request: str | None, response: str | None, header: str | None
 ) -> Connection:
-    req = init.filter(pl.col("trace") == trace, pl.col("src") == "client").head(1)
-    client = None
-    result: dict[str, Any] = {}
-    if req.height:
-        params = loads(req["msg"][0]).get("params")
-        params = params if isinstance(params, dict) else {}
-        info = params.get("clientInfo") or params.get("info") or {}
-        client = info.get("name") if isinstance(info, dict) else None
-        ans = resp.filter(pl.col("trace") == trace, pl.col("id") == req["id"][0]).head(1)
-        if ans.height:
-            value = loads(ans["msg"][0]).get("result")
-            result = value if isinstance(value, dict) else {}
+    params = _dict(loads(request).get("params")) if request else {}
+    client_info = _dict(params.get("clientInfo") or params.get("info"))
+    result = _dict(loads(response).get("result")) if response else {}
     version = result.get("protocolVersion")
-    info = result.get("info") or result.get("agentInfo") or {}
-    name = info.get("name") if isinstance(info, dict) else None
-    agent_version = info.get("version") if isinstance(info, dict) else None
-    if name is None:
-        name = _agent_from_header(trace, records)
+    info = _dict(result.get("info") or result.get("agentInfo"))
+    name = info.get("name")
+    if name is None and header:
+        command = _dict(loads(header)).get("command")
+        if isinstance(command, list) and command and all(isinstance(w, str) for w in command):
+            name = agent_name_from_command(command)
     return Connection(
         trace=trace,
         protocol=version if isinstance(version, int) and not isinstance(version, bool) else None,
         agent=name if isinstance(name, str) else None,
-        agent_version=agent_version if isinstance(agent_version, str) else None,
-        client=client if isinstance(client, str) else None,
+        agent_version=_str_or_none(info.get("version")),
+        client=_str_or_none(client_info.get("name")),
     )
 
 
-def _agent_from_header(trace: str, records: pl.DataFrame) -> str | None:
-    head = records.filter(pl.col("trace") == trace, pl.col("kind") == "header").head(1)
-    if not head.height:
-        return None
-    command = loads(head["text"][0]).get("command")
-    if isinstance(command, list) and command and isinstance(command[0], str):
-        return agent_name_from_command(command)
-    return None
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def agent_name_from_command(command: list[str]) -> str:
