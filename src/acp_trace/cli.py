@@ -152,6 +152,24 @@ def demo_client(
         raise typer.Exit(1)
 
 
+@app.command()
+def demo(
+    out: Annotated[
+        Path | None, typer.Option("-o", "--out", help="Keep the traces and report here.")
+    ] = None,
+) -> None:
+    """Record the demo client and demo agent through the tap, then analyze the traces."""
+    import tempfile
+
+    from acp_trace import demo as demo_mod
+
+    with tempfile.TemporaryDirectory(prefix="acp-trace-demo-") as tmp:
+        folder = out or Path(tmp)
+        traces = demo_mod.run_demo(folder)
+        typer.echo(f"recorded {len(traces)} traces in {folder}")
+        typer.echo(demo_mod.build_outputs(traces, folder), nl=False)
+
+
 Format = Annotated[str, typer.Option("--format", "-f", help="table, json or csv.")]
 MarkerMeta = Annotated[
     str | None,
