@@ -155,7 +155,7 @@ MIXED = (
 
 
 def test_forwarding_is_byte_identical_and_every_line_is_recorded(tmp_path: Path) -> None:
-    """JSON, CRLF, blank, non-UTF-8, batch and unterminated lines pass unchanged and are recorded."""
+    """JSON, CRLF, blank, non-UTF-8, batch and unterminated lines pass unchanged, all recorded."""
     stderr = b"log line\n\xff raw\n"
     run = run_tap(tmp_path, client_sends=MIXED, agent_sends=MIXED[::-1], agent_stderr=stderr)
     assert run.code == 0
@@ -209,7 +209,7 @@ def test_a_64_mib_line_is_forwarded_and_recorded_whole(tmp_path: Path) -> None:
 
 
 def test_max_record_bytes_cuts_only_the_recorded_copy(tmp_path: Path) -> None:
-    """With --max-record-bytes a long line is recorded cut (truncated, bytes) and forwarded whole."""
+    """With --max-record-bytes a long line is recorded cut (truncated, bytes), forwarded whole."""
     line = b'{"jsonrpc":"2.0","method":"long","params":{"text":"' + b"y" * 5000 + b'"}}\n'
     run = run_tap(tmp_path, client_sends=line, record_args=("--max-record-bytes", "100"))
     assert sha(run.agent_received) == sha(line)
@@ -241,7 +241,7 @@ streams = st.tuples(st.lists(stream_lines, max_size=30), st.booleans()).map(
 def test_random_streams_pass_unchanged_and_are_recorded(
     client_sends: bytes, agent_sends: bytes
 ) -> None:
-    """Random streams of bytes, text and JSON lines arrive unchanged and are recorded line by line."""
+    """Random streams of bytes, text and JSON lines arrive unchanged and are recorded by line."""
     with tempfile.TemporaryDirectory() as work:
         run = run_tap(Path(work), client_sends=client_sends, agent_sends=agent_sends)
     assert run.code == 0
@@ -330,13 +330,15 @@ def test_a_full_disk_never_stops_forwarding(tmp_path: Path) -> None:
 
 def test_redaction_changes_the_record_not_the_traffic(tmp_path: Path) -> None:
     """Secrets in session/new and authenticate are forwarded as sent but recorded as <redacted>."""
-    new = {
-        "jsonrpc": "2.0", "id": 1, "method": "session/new",
-        "params": {"cwd": "/w", "mcpServers": [
-            {"name": "gh", "command": "gh-mcp", "args": [], "env": [{"name": "TOKEN", "value": SECRET}]},
-            {"type": "http", "name": "web", "url": "https://x", "headers": [{"name": "Authorization", "value": SECRET}]},
-        ]},
-    }  # fmt: skip
+    stdio = {"name": "gh", "command": "gh-mcp", "args": [], "env": [{"name": "T", "value": SECRET}]}
+    http = {
+        "type": "http",
+        "name": "w",
+        "url": "https://x",
+        "headers": [{"name": "A", "value": SECRET}],
+    }
+    params = {"cwd": "/w", "mcpServers": [stdio, http]}
+    new = {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": params}
     auth = {
         "jsonrpc": "2.0",
         "id": 2,
@@ -353,7 +355,7 @@ def test_redaction_changes_the_record_not_the_traffic(tmp_path: Path) -> None:
         "$.params.mcpServers[1].headers[0].value",
     ]
     assert first["msg"]["params"]["mcpServers"][0]["env"][0] == {
-        "name": "TOKEN",
+        "name": "T",
         "value": "<redacted>",
     }
     assert second["msg"]["params"] == {"methodId": "key", "apiKey": "<redacted>"}
@@ -420,13 +422,17 @@ def test_trace_directory_comes_from_the_environment(tmp_path: Path, variable: st
 
 
 def test_agent_not_found_is_an_error_with_exit_2(tmp_path: Path) -> None:
-    """A missing agent makes the recorder say `cannot start AGENT` and exit 2, leaving no trace."""
+    """A missing agent: `cannot start AGENT`, exit 2, no new trace and an old one untouched."""
     trace = tmp_path / "t.jsonl"
     command = [*RECORD, "-o", str(trace), "--", "no-such-agent-xyz", "--acp"]
     done = subprocess.run(command, input=b"", capture_output=True, timeout=60)
     assert done.returncode == 2
     assert done.stderr.decode().startswith("acp-trace: cannot start no-such-agent-xyz: ")
     assert not trace.exists()
+    trace.write_text("an earlier trace\n")
+    done = subprocess.run(command, input=b"", capture_output=True, timeout=60)
+    assert done.returncode == 2
+    assert trace.read_text() == "an earlier trace\n"
 
 
 # ---------------------------------------------------------------- units

@@ -86,22 +86,24 @@ def redact_line(line: bytes) -> tuple[bytes, list[str]] | None:
     """The redacted JSON text of a line and the paths replaced, or None when nothing was."""
     if not may_hold_secrets(line):
         return None
+    text = line.strip(b" \t\r")
     try:
-        value = loads(line.strip(b" \t\r"))
+        paths = redact_value(loads(text))
     except ValueError:
         return None
-    paths = redact_value(value)
     if not paths:
         return None
-    return dumps(value), paths
+    exact = json.loads(text)  # orjson reads integers beyond 64 bits as floats: re-read exactly
+    redact_value(exact)
+    return dumps(exact), paths
 
 
 def dumps(value: Any) -> bytes:
-    """Compact JSON; the stdlib serializes what orjson refuses (integers beyond 64 bits)."""
+    """Compact JSON; the stdlib serializes what orjson refuses (huge integers, lone surrogates)."""
     try:
         return orjson.dumps(value)
     except TypeError:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+        return json.dumps(value, separators=(",", ":")).encode()
 
 
 def _redact_mcp_servers(servers: Any, where: str) -> list[str]:

@@ -12,6 +12,7 @@ process group and ends it when it outlives the client. docs/trace-format.md has 
 from __future__ import annotations
 
 import base64
+import json
 import os
 import re
 import signal
@@ -95,11 +96,14 @@ def trace_file_name(command: list[str], when: datetime) -> str:
 def create_trace(
     options: RecordOptions, env: Mapping[str, str], when: datetime
 ) -> tuple[Path, int, bool]:
-    """Open the trace for writing (mode 0600): its path, fd, and whether it was created."""
+    """Open the trace for writing (mode 0600): its path, fd, and whether it was created.
+
+    An existing `-o` file is emptied only when the writer starts, after the agent started.
+    """
     if options.output is not None:
         path = options.output.expanduser()
         existed = path.exists()
-        return path, _open_trace(path, os.O_TRUNC), not existed
+        return path, _open_trace(path, 0), not existed
     folder = options.directory or Path(env.get(TRACE_DIR_ENV) or default_trace_dir(env))
     folder = folder.expanduser()
     _make_private_dirs(folder)
@@ -257,12 +261,30 @@ def line_payload(line: bytes, src: str, *, redact: bool, max_bytes: int | None) 
         return _text_payload(line, max_bytes)
     found = redact_line(line) if redact else None
     if found is None:
-        return encode_payload(line, max_bytes)
+        payload = encode_payload(line, max_bytes)
+        if payload.startswith(b'"msg":') and not _strict_json(payload[6:]):
+            return _text_payload(line, max_bytes)  # NaN, Infinity: not JSON, so text
+        return payload
     body, paths = found
     payload = encode_payload(body, max_bytes)
     if max_bytes is not None and len(body) > max_bytes:  # count the original bytes
         payload = payload.rsplit(b',"bytes":', 1)[0] + b',"bytes":%d' % len(line)
     return b'"redacted":' + orjson.dumps(paths) + b"," + payload
+
+
+def _strict_json(text: bytes) -> bool:
+    """False for the non-standard constants Python's json accepts (NaN, Infinity)."""
+    if b"NaN" not in text and b"Infinity" not in text:
+        return True
+    try:
+        json.loads(text, parse_constant=_reject_constant)
+    except ValueError:
+        return False
+    return True
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 def _text_payload(line: bytes, max_bytes: int | None) -> bytes:
@@ -311,6 +333,10 @@ class TraceWriter:
         self.lost = 0
 
     def start(self, header: bytes) -> None:
+        """Empty the file (when it is a regular one) and start writing, header first."""
+        if stat.S_ISREG(os.fstat(self._fd).st_mode):
+            with suppress(OSError):
+                os.ftruncate(self._fd, 0)
         self._header = header
         self._thread.start()
 
