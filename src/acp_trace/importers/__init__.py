@@ -14,7 +14,14 @@ from typing import Any
 
 from acp_trace.errors import InputError, UsageError
 from acp_trace.importers import conductor, inspector, jsonrpc, zed
-from acp_trace.importers._common import TraceBuilder, Unparsed, describe, ndjson, parse_stream
+from acp_trace.importers._common import (
+    TraceBuilder,
+    Unparsed,
+    describe,
+    ndjson,
+    parse_array,
+    parse_stream,
+)
 from acp_trace.jsonrpc import is_message, loads
 from acp_trace.trace_io import expand_paths
 
@@ -76,9 +83,9 @@ def classify(value: Any) -> str | None:
 
 def detect(path: Path, text: str) -> str:
     """The format of a capture, from its content; InputError when it is none of FORMATS."""
-    stripped = text.lstrip()
-    if stripped.startswith("["):
-        values = [v for _, _, v in _take(parse_stream(text), 1)]
+    if text.lstrip().startswith("["):
+        entries, broken = parse_array(text)  # a damaged array still shows its first elements
+        values = [[v for _, v in entries]] if entries or broken is None else [Unparsed("[")]
     else:
         values = [v for _, v in _take(ndjson(text), DETECT_LINES)]
         if values and isinstance(values[0], Unparsed):  # perhaps pretty-printed messages
@@ -137,12 +144,13 @@ def import_files(
     return out
 
 
-def output_paths(names: list[str], out: Path) -> list[Path]:
+def output_paths(names: list[str], out: str | os.PathLike[str]) -> list[Path]:
     """Where each trace goes: `out` itself for one trace, else one file per trace in `out/`.
 
     `out` is a directory when it exists as one or ends with a separator; several traces need one.
     """
-    as_dir = out.is_dir() or str(out).endswith((os.sep, "/"))
+    as_dir = Path(out).is_dir() or os.fspath(out).endswith((os.sep, "/"))
+    out = Path(out)
     if not as_dir:
         if len(names) != 1:
             raise UsageError(

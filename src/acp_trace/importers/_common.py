@@ -10,9 +10,11 @@ from typing import Any
 
 import orjson
 
+from acp_trace import __version__
 from acp_trace.jsonrpc import loads
 from acp_trace.trace_io import encode_event, encode_header, encode_payload, encode_record
 
+RECORDER = f"acp-trace {__version__} import"
 Entry = tuple[int, Any]  # (line number in the source, parsed JSON value)
 _DECODER = json.JSONDecoder()
 _WS = " \t\r\n"
@@ -33,21 +35,26 @@ def dumps(value: Any) -> bytes:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def message_payload(raw: str) -> bytes:
-    """The payload of a record for one message's text, verbatim unless it spans several lines."""
+def message_payload(raw: str, parsed: bool = False) -> bytes:
+    """The payload of a record for one message's text, verbatim unless it spans several lines.
+
+    `parsed` says `raw` is known to be JSON already (it is then not parsed again).
+    """
     data = raw.encode("utf-8", errors="surrogateescape")
     if b"\n" in data or b"\r" in data:
         try:
             return b'"msg":' + dumps(loads(data))
         except ValueError:
             return b'"text":' + orjson.dumps(raw.encode("utf-8", "replace").decode())
+    if parsed:
+        return b'"msg":' + data.strip(b" \t")
     return encode_payload(data)
 
 
 def rfc3339_ms(ms: int) -> str | None:
-    """Milliseconds since the epoch as RFC 3339 UTC, or None when out of range."""
+    """Milliseconds since the epoch as RFC 3339 UTC (like the tap's `started_at`), or None."""
     try:
-        return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+        return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     except (OverflowError, OSError, ValueError):
         return None
 
@@ -59,7 +66,7 @@ class TraceBuilder:
     name: str
     header: dict[str, Any]
     lines: list[bytes] = field(default_factory=list)
-    seq: int = 0
+    seq: int = 1
     converted: int = 0
     unconverted: int = 0
     first_problem: str | None = None
@@ -90,8 +97,13 @@ class TraceBuilder:
 
     def finish(self) -> tuple[str, list[bytes]]:
         """The trace's name and its lines, header first."""
-        head = {**self.header, "unconverted": self.unconverted}
+        head = {**self.header, "unconverted": self.unconverted, "recorder": RECORDER}
         return self.name, [encode_header(head), *self.lines]
+
+
+def id_text(value: Any) -> str:
+    """A canonical text for a JSON-RPC id that keeps its type (any size of integer)."""
+    return dumps(value).decode()
 
 
 def line_at(text: str, pos: int) -> int:
@@ -152,16 +164,22 @@ def parse_stream(text: str) -> Iterator[tuple[int, str, Any]]:
         pos = _skip_ws(text, end)
 
 
-def ndjson(text: str) -> Iterator[Entry]:
-    """Each non-blank line parsed (an `Unparsed` when it is not JSON), with its number."""
+def ndjson_raw(text: str) -> Iterator[tuple[int, str, Any]]:
+    """Each non-blank line: (number, its text, parsed value or an `Unparsed`)."""
     for number, raw in enumerate(text.split("\n"), 1):
         line = raw.rstrip("\r")
         if not line.strip():
             continue
         try:
-            yield number, loads(line.encode("utf-8", errors="surrogateescape"))
+            yield number, line, loads(line.encode("utf-8", errors="surrogateescape"))
         except ValueError:
-            yield number, Unparsed(line)
+            yield number, line, Unparsed(line)
+
+
+def ndjson(text: str) -> Iterator[Entry]:
+    """Each non-blank line parsed (an `Unparsed` when it is not JSON), with its number."""
+    for number, _line, value in ndjson_raw(text):
+        yield number, value
 
 
 def first_value(text: str) -> Any:
@@ -176,7 +194,8 @@ def describe(value: Any) -> str:
     if isinstance(value, Unparsed) and not value.text:
         return "an empty file"
     if isinstance(value, Unparsed):
-        snippet = value.text[:40] + ("..." if len(value.text) > 40 else "")
+        text = value.text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        snippet = text[:40] + ("..." if len(text) > 40 else "")
         return f"text that is not JSON ({snippet!r})"
     if isinstance(value, dict):
         keys = ", ".join(list(value)[:6]) + (", ..." if len(value) > 6 else "")

@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from acp_trace.importers._common import TraceBuilder, Unparsed, ndjson
-from acp_trace.jsonrpc import id_key
+from acp_trace.importers._common import TraceBuilder, Unparsed, id_text, ndjson
 
 TYPES = ("request", "response", "notification")
 _PROXY = re.compile(r"proxy:(\d+)")
@@ -72,7 +71,7 @@ class _Converter:
 
     def _is_mcp(self, event: dict[str, Any], frm: str, to: str) -> bool:
         """MCP-over-ACP traffic (unwrapped by the conductor): not ACP messages of the leg."""
-        key = id_key(event.get("id"))
+        key = id_text(event.get("id"))
         if event["type"] == "response":
             return (to, frm, key) in self.mcp_requests or event.get("error_domain") == "mcp"
         if event.get("protocol") != "mcp":

@@ -50,7 +50,7 @@ def _header_fields(path: Path, head: dict[str, Any] | None) -> dict[str, Any]:
     out: dict[str, Any] = {"dropped": _int(head.get("dropped"))}
     exported = _int(head.get("at"))
     if exported is not None:
-        out["exported"] = rfc3339_ms(exported)
+        out["exported_at"] = rfc3339_ms(exported)
     return out
 
 
@@ -70,7 +70,7 @@ def convert(path: Path, text: str) -> list[TraceBuilder]:
         "imported_from": "inspector",
         "source": str(path),
         "timing": "source" if stamps else "ordering-only",
-        **({"started": rfc3339_ms(at0)} if at0 is not None else {}),
+        **({"started_at": rfc3339_ms(at0)} if at0 is not None else {}),
         **_header_fields(path, head),
     }
     connections = {_connection_key(v): v.get("connection") for v in frames} or {"": None}

@@ -14,13 +14,14 @@ from acp_trace.importers._common import (
     TraceBuilder,
     Unparsed,
     dumps,
+    id_text,
     message_payload,
+    ndjson_raw,
     parse_array,
     parse_stream,
 )
 from acp_trace.jsonrpc import (
     CANCEL_METHOD,
-    id_key,
     is_message,
     loads,
     message_kind,
@@ -64,7 +65,7 @@ class Directions:
         """The sender of `msg` as the protocol decides it, or None with the reason."""
         kind = message_kind(msg)
         if kind in ("response", "error"):
-            return self._response(id_key(msg["id"]))
+            return self._response(id_text(msg["id"]))
         method = msg.get("method")
         if method == CANCEL_METHOD:
             return self._cancel(msg.get("params"))
@@ -79,12 +80,12 @@ class Directions:
         """The choice made when `guess` cannot decide (documented in docs/importing.md)."""
         kind = message_kind(msg)
         if kind in ("response", "error"):
-            requester = self._older(id_key(msg["id"]))
+            requester = self._older(id_text(msg["id"]))
             return "agent" if requester is None else other_side(requester)
         if msg.get("method") == CANCEL_METHOD:
             params = msg.get("params")
             rid = params.get("requestId") if isinstance(params, dict) else None
-            return self._older(id_key(rid)) or "client"
+            return self._older(id_text(rid)) or "client"
         return "client" if kind == "request" else "agent"
 
     def commit(self, msg: dict[str, Any], src: str) -> None:
@@ -92,9 +93,9 @@ class Directions:
         kind = message_kind(msg)
         if kind == "request":
             self.order += 1
-            self.pending[src][id_key(msg["id"])] = self.order
+            self.pending[src][id_text(msg["id"])] = self.order
         elif kind in ("response", "error"):
-            self.pending[other_side(src)].pop(id_key(msg["id"]), None)
+            self.pending[other_side(src)].pop(id_text(msg["id"]), None)
 
     def _holders(self, key: str) -> list[str]:
         return [side for side in ("client", "agent") if key in self.pending[side]]
@@ -114,12 +115,12 @@ class Directions:
     def _cancel(self, params: Any) -> Guess:
         if not isinstance(params, dict) or "requestId" not in params:
             return None, f"{CANCEL_METHOD} without requestId"
-        key = id_key(params["requestId"])
-        holders = self._holders(key)
+        rid = id_text(params["requestId"])
+        holders = self._holders(rid)
         if len(holders) == 1:
             return holders[0], None
         where = "on both sides" if holders else "on neither side"
-        return None, f"{CANCEL_METHOD} names request {key}, pending {where}"
+        return None, f"{CANCEL_METHOD} names request {rid}, pending {where}"
 
 
 def decide(directions: Directions, msgs: list[dict[str, Any]]) -> tuple[str, str | None]:
@@ -149,14 +150,18 @@ def _entries(text: str) -> tuple[list[tuple[int, str | None, Any]], int | None]:
     """(line, text or None, value) per entry, and the line where an array document breaks.
 
     A document that is one JSON array is a list of messages; otherwise each top-level value
-    (one per line in NDJSON) is an entry, and an array among them is a batch.
+    (one per line in NDJSON) is an entry, and an array among them is a batch. Values spread
+    over several lines (pretty-printed) are read when a line opens one.
     """
     head = text.lstrip()
     if head.startswith("["):
         entries, broken = parse_array(text)
         if broken is None or not _is_json(head.split("\n", 1)[0]):
             return [(line, None, value) for line, value in entries], broken
-    return list(parse_stream(text)), None
+    lines: list[tuple[int, str | None, Any]] = list(ndjson_raw(text))
+    if any(isinstance(v, Unparsed) and v.text.rstrip().endswith(("{", "[")) for *_, v in lines):
+        return list(parse_stream(text)), None
+    return lines, None
 
 
 def _is_json(line: str) -> bool:
@@ -187,7 +192,7 @@ def convert(path: Path, text: str) -> list[TraceBuilder]:
             builder.unconvertible(line, what)
             continue
         src, reason = decide(directions, msgs)
-        payload = message_payload(raw) if raw is not None else b'"msg":' + dumps(value)
+        payload = message_payload(raw, True) if raw is not None else b'"msg":' + dumps(value)
         seq = builder.record(None, src, payload)
         for msg in msgs:
             directions.commit(msg, src)

@@ -14,8 +14,8 @@ from typing import Any
 import orjson
 
 from acp_trace.errors import InputError
-from acp_trace.importers._common import TraceBuilder, describe, first_value, parse_array
-from acp_trace.jsonrpc import id_key, other_side
+from acp_trace.importers._common import TraceBuilder, describe, first_value, id_text, parse_array
+from acp_trace.jsonrpc import other_side
 
 SIDES = {"outgoing": "client", "incoming": "agent", "stderr": "stderr"}
 TYPES = ("request", "response", "notification")
@@ -70,7 +70,7 @@ def _infer_type(entry: dict[str, Any], src: str, pending: dict[str, dict[str, st
     """The entry's type when `_type` does not say (one Zed build wrote "asdf")."""
     if entry.get("id") is None:
         return "notification"
-    if pending[other_side(src)].get(id_key(entry["id"])) == entry.get("method"):
+    if pending[other_side(src)].get(id_text(entry["id"])) == entry.get("method"):
         return "response"
     return "request"
 
@@ -83,7 +83,7 @@ def _message(
     if kind == "response":
         if "id" not in entry:
             return "a response without id"
-        pending[other_side(src)].pop(id_key(rid), None)
+        pending[other_side(src)].pop(id_text(rid), None)
         return {"jsonrpc": "2.0", "id": rid, **_outcome(entry)}
     if not isinstance(method, str):
         return f"a {kind} without method"
@@ -92,7 +92,7 @@ def _message(
         if rid is None:
             return "a request without id"
         msg["id"] = rid
-        pending[src][id_key(rid)] = method
+        pending[src][id_text(rid)] = method
     msg["method"] = method
     if params is not None:
         msg["params"] = params
