@@ -333,7 +333,7 @@ def record(
 def import_(
     sources: Annotated[list[str], typer.Argument(help="Capture files, directories or globs.")],
     output: Annotated[
-        Path,
+        str,
         typer.Option(
             "-o",
             "--output",
