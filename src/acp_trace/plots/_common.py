@@ -1,0 +1,133 @@
+"""What every chart shares: the Agg canvas, size and fonts, safe labels, notes, empty figures.
+
+Figures are built on `matplotlib.figure.Figure` with an explicit `FigureCanvasAgg`, never through
+pyplot, so building one needs no display and leaves the caller's pyplot backend alone (a
+notebook's inline backend keeps working).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import cache
+
+import numpy as np
+import polars as pl
+from matplotlib import font_manager, ft2font
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.layout_engine import ConstrainedLayoutEngine
+from numpy.typing import NDArray
+
+FIGSIZE = (12.0, 6.75)  # 1200 x 675 px at DPI
+DPI = 100
+TITLE_SIZE = 14
+LABEL_SIZE = 12
+TICK_SIZE = 10
+TEXT_SIZE = 10
+LOG_SPAN = 100.0  # max/min of the positive values beyond which an axis goes logarithmic
+FONT_FAMILY = "DejaVu Sans"  # ships with matplotlib: the same glyphs everywhere
+PERCENTILES = (50, 90, 99)
+
+
+def new_figure(
+    ncols: int = 1, width_ratios: list[float] | None = None, nrows: int = 1
+) -> tuple[Figure, list[Axes]]:
+    """A 12x6.75 inch figure at 100 dpi on an Agg canvas, with a grid of axes (row by row)."""
+    fig = Figure(figsize=FIGSIZE, dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    grid = fig.subplots(nrows, ncols, squeeze=False, width_ratios=width_ratios)
+    axes = [ax for row in grid for ax in row]
+    for ax in axes:
+        ax.tick_params(labelsize=TICK_SIZE)
+    return fig, axes
+
+
+def title(fig: Figure, text: str) -> None:
+    """The figure's title."""
+    fig.suptitle(text, fontsize=TITLE_SIZE, fontfamily=FONT_FAMILY)
+
+
+def axis_labels(ax: Axes, x: str, y: str, heading: str | None = None) -> None:
+    """Axis labels (with their units) and an optional axes title."""
+    ax.set_xlabel(x, fontsize=LABEL_SIZE)
+    ax.set_ylabel(y, fontsize=LABEL_SIZE)
+    if heading:
+        ax.set_title(heading, fontsize=LABEL_SIZE)
+
+
+def add_note(fig: Figure, lines: Iterable[str]) -> None:
+    """Notes at the bottom of the figure (what was left out and why)."""
+    text = "\n".join(lines)
+    if not text:
+        return
+    engine = fig.get_layout_engine()
+    if isinstance(engine, ConstrainedLayoutEngine):
+        height = 0.035 * (text.count("\n") + 1) + 0.01
+        engine.set(rect=(0.0, height, 1.0, 1.0 - height))
+    fig.text(0.01, 0.01, text, fontsize=TEXT_SIZE, ha="left", va="bottom", gid="note", color="0.3")
+
+
+def empty_figure(heading: str, message: str, notes: Iterable[str] = ()) -> Figure:
+    """A figure that says clearly that there is nothing to draw, and why."""
+    fig, (ax,) = new_figure()
+    title(fig, heading)
+    ax.set_axis_off()
+    ax.text(0.5, 0.5, message, ha="center", va="center", fontsize=LABEL_SIZE + 2, gid="empty")
+    add_note(fig, notes)
+    return fig
+
+
+@cache
+def _glyphs() -> frozenset[int]:
+    path = font_manager.findfont(font_manager.FontProperties(family=FONT_FAMILY))
+    return frozenset(ft2font.FT2Font(path).get_charmap())
+
+
+def label(value: object, limit: int = 48) -> str:
+    """Text from a trace made safe for a chart: printable glyphs the font has, no mathtext,
+    not hidden from legends by a leading underscore, at most `limit` characters."""
+    text = "unknown" if value is None else str(value)
+    glyphs = _glyphs()
+    text = "".join(c if c.isprintable() and ord(c) in glyphs else "?" for c in text)
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    text = text.replace("$", r"\$")
+    return " " + text if text.startswith("_") else text
+
+
+def agent_label(agent: str | None, version: str | None) -> str:
+    """`name version`, or `unknown agent`."""
+    name = label(agent) if agent else "unknown agent"
+    return f"{name} {label(version)}" if version else name
+
+
+def ms(value: float) -> str:
+    """A duration for a label: `451 ms`, `12.3 ms`, `0.25 ms`."""
+    if abs(value) >= 100:
+        return f"{value:.0f} ms"
+    if abs(value) >= 10:
+        return f"{value:.1f} ms"
+    return f"{value:.2f} ms"
+
+
+def spans_decades(values: NDArray[np.float64]) -> bool:
+    """True when the positive values span more than two decades (max/min > 100)."""
+    positive = values[values > 0]
+    return bool(positive.size >= 2 and positive.max() / positive.min() > LOG_SPAN)
+
+
+def untimed_traces(tl: pl.DataFrame) -> list[str]:
+    """Traces whose messages carry no timestamps (ordering-only imports)."""
+    messages = tl.filter(pl.col("kind").is_in(["request", "response", "error", "notification"]))
+    timed = messages.group_by("trace", maintain_order=True).agg(
+        pl.col("t_ns").is_not_null().any().alias("timed")
+    )
+    return timed.filter(~pl.col("timed"))["trace"].to_list()
+
+
+def untimed_note(traces: list[str]) -> list[str]:
+    """The note that says ordering-only traces were left out."""
+    if not traces:
+        return []
+    return [f"{len(traces)} ordering-only trace(s) left out: they have no timestamps."]

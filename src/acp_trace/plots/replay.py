@@ -1,0 +1,310 @@
+"""The replay chart: one replaying request as a timeline a person reads in seconds.
+
+One lane per session (the resumed session on top, announced children below it): a tick per
+history update, the replay_complete marker, live updates, the state_update snapshot, agent
+requests; the request at 0 ms and the response as vertical lines; the gap (marker to response,
+or last history update to response when there is no marker) annotated on each lane.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from acp_trace.jsonrpc import BLOCKING_AGENT_REQUESTS, id_key
+from acp_trace.plots._common import (
+    TEXT_SIZE,
+    add_note,
+    agent_label,
+    axis_labels,
+    empty_figure,
+    label,
+    ms,
+    new_figure,
+    title,
+    untimed_note,
+    untimed_traces,
+)
+from acp_trace.replays import Facts, Window, outcome
+
+HEADING = "Replay timeline"
+ZOOM_BELOW = 0.25  # add a zoom on the history when it fills less than this of the window
+STYLES: dict[str, dict[str, Any]] = {
+    "history": {"marker": "|", "s": 260, "color": "#4C72B0", "label": "history update"},
+    "live": {"marker": "|", "s": 260, "color": "#DD8452", "label": "live update"},
+    "state": {"marker": "s", "s": 70, "color": "#8172B3", "label": "state_update"},
+    "marker": {"marker": "D", "s": 100, "color": "#C44E52", "label": "replay_complete marker"},
+    "unknown": {"marker": "|", "s": 260, "color": "0.6", "label": "other update"},
+    "request": {"marker": "X", "s": 80, "color": "black", "label": "agent request"},
+}
+
+
+def choose_window(
+    facts: Facts,
+    tl: pl.DataFrame,
+    untimed: Sequence[str] = (),
+    session: str | None = None,
+    request: str | None = None,
+) -> tuple[Window | None, int]:
+    """The slowest replaying request (largest response time) among those that match
+    `session` (the resumed session or a child) and `request` (its JSON-RPC id); and the count of
+    candidates. Windows of ordering-only traces are never chosen."""
+    t_ms = tl["t_ms"]
+    ids = {request, id_key(request)} if request is not None else set()
+    best: tuple[float, Window] | None = None
+    count = 0
+    for w in facts.windows:
+        if not w.replaying or w.trace in untimed or t_ms[w.req_row] is None:
+            continue
+        if session is not None and session not in w.sessions:
+            continue
+        if request is not None and w.request_id not in ids:
+            continue
+        count += 1
+        end = t_ms[w.end_row] if w.end_row is not None else None
+        took = end - t_ms[w.req_row] if end is not None else -1.0
+        if best is None or took > best[0]:
+            best = (took, w)
+    return (best[1] if best else None), count
+
+
+def window_events(tl: pl.DataFrame, w: Window) -> pl.DataFrame:
+    """The agent's updates and requests on the window's sessions: session, t (ms since the
+    request), cls (history, live, state, marker, unknown or request)."""
+    start = tl["t_ms"][w.req_row]
+    rows = tl.filter(
+        pl.col("trace") == w.trace,
+        pl.col("row") > w.req_row,
+        pl.col("row") < (w.end_row if w.end_row is not None else tl.height),
+        pl.col("src") == "agent",
+        pl.col("session").is_in(list(w.sessions)),
+    )
+    update = pl.col("method") == "session/update"
+    agent_request = (pl.col("kind") == "request") & pl.col("method").is_in(
+        sorted(BLOCKING_AGENT_REQUESTS)
+    )
+    return rows.filter(update | agent_request).select(
+        "session",
+        (pl.col("t_ms") - start).alias("t"),
+        pl.when(agent_request)
+        .then(pl.lit("request"))
+        .when(pl.col("update_kind") == "state_update")
+        .then(pl.lit("state"))
+        .otherwise(pl.col("update_class"))
+        .alias("cls"),
+    )
+
+
+@dataclass
+class _View:
+    """What one replay chart draws."""
+
+    tl: pl.DataFrame
+    w: Window
+    lanes: dict[str, int]  # session -> y
+    events: pl.DataFrame
+    end: float | None  # the response (or connection end), ms after the request
+
+    def at(self, row: int | None) -> float | None:
+        t_ms = self.tl["t_ms"]
+        if row is None or t_ms[row] is None:
+            return None
+        return float(t_ms[row] - t_ms[self.w.req_row])
+
+    def zoom(self) -> float | None:
+        """The end of a zoom panel on the updates when they fill under a quarter of the
+        window: all of them if they fit, else the replayed history (up to the marker)."""
+        if self.end is None or self.end <= 0:
+            return None
+        everything = self.events["t"].max()
+        history = self.events.filter(pl.col("cls").is_in(["history", "marker"]))["t"].max()
+        for last in (everything, history):
+            if isinstance(last, float) and 0 < last < ZOOM_BELOW * self.end:
+                return last * 1.1
+        return None
+
+
+def replay_figure(
+    facts: Facts,
+    tl: pl.DataFrame,
+    *,
+    session: str | None = None,
+    request: str | None = None,
+) -> Figure:
+    """The timeline of one replay (the slowest one unless `session`/`request` choose)."""
+    untimed = untimed_traces(tl)
+    notes = untimed_note(untimed)
+    w, candidates = choose_window(facts, tl, untimed, session, request)
+    if w is None:
+        return empty_figure(HEADING, f"No replay to show{_wanted(session, request)}.", notes)
+    view = _View(tl, w, _lanes(w), window_events(tl, w), None)
+    view.end = view.at(w.end_row)
+    zoom = view.zoom()
+    fig, axes = new_figure(nrows=2 if zoom else 1)
+    title(fig, f"{HEADING}: {w.method} of {label(w.session)} (request id {label(w.request_id)})")
+    _draw(axes[0], view, None)
+    if zoom:
+        _draw(axes[1], view, zoom)
+    axes[0].legend(
+        loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=TEXT_SIZE, borderaxespad=0
+    )
+    if candidates > 1 and session is None and request is None:
+        notes.append(
+            f"The slowest of {candidates} replays; choose another with --session or --request."
+        )
+    add_note(fig, notes)
+    return fig
+
+
+def _wanted(session: str | None, request: str | None) -> str:
+    parts = [
+        f"session {label(session)}" if session else "",
+        f"request {label(request)}" if request else "",
+    ]
+    chosen = " and ".join(p for p in parts if p)
+    if chosen:
+        return f" for {chosen}"
+    return ": no replaying session/resume or session/load with timestamps"
+
+
+def _lanes(w: Window) -> dict[str, int]:
+    """Lane of each session: the resumed session first, children in order of announcement."""
+    children = sorted(
+        (s for s in w.sessions.values() if s.parent is not None),
+        key=lambda s: s.announce_row or 0,
+    )
+    order = [w.session, *(c.session for c in children)]
+    return {name: -index for index, name in enumerate(order)}
+
+
+def _draw(ax: Axes, view: _View, zoom_to: float | None) -> None:
+    """One panel: the whole window, or (`zoom_to`) its first milliseconds."""
+    _draw_events(ax, view, legend=zoom_to is None)
+    _draw_ends(ax, view, labels=zoom_to is None)
+    if zoom_to is None:
+        _draw_gaps(ax, view)
+    last = view.events["t"].max()
+    whole = max(view.end or 0.0, last if isinstance(last, float) else 0.0, 1.0)
+    right = zoom_to if zoom_to is not None else whole
+    ax.set_xlim(-0.03 * right, right * 1.06)
+    ax.set_ylim(min(view.lanes.values()) - 0.6, 0.9)
+    names = [_lane_name(view.w, n) for n in view.lanes]
+    ax.set_yticks(list(view.lanes.values()), names)
+    ax.tick_params(axis="y", length=0)
+    if zoom_to is None:
+        axis_labels(ax, "time since the request (ms)", "session", _subtitle(view))
+    else:
+        heading = f"Zoom on the updates: the first {ms(zoom_to)}"
+        axis_labels(ax, "time since the request (ms)", "session", heading)
+
+
+def _lane_name(w: Window, name: str) -> str:
+    parent = w.sessions[name].parent
+    return label(name) if parent is None else f"{label(name)}\n(child of {label(parent)})"
+
+
+def _subtitle(view: _View) -> str:
+    w = view.w
+    stats = w.sessions[w.session]
+    agent = agent_label(view.tl["agent"][w.req_row], view.tl["agent_version"][w.req_row])
+    return (
+        f"{agent} · outcome {outcome(w, stats)} · {stats.history_updates} history updates · "
+        f"trace {label(Path(w.trace).name)}"
+    )
+
+
+def _draw_events(ax: Axes, view: _View, legend: bool) -> None:
+    labelled: set[str] = set()
+    for name, y in view.lanes.items():
+        ax.axhline(y, color="0.88", linewidth=1, zorder=0, gid=f"lane:{name}")
+        mine = view.events.filter(pl.col("session") == name)
+        for cls, style in STYLES.items():
+            t = mine.filter(pl.col("cls") == cls)["t"].to_list()
+            if not t:
+                continue
+            kwargs = dict(style)
+            if cls in labelled or not legend:
+                kwargs["label"] = "_nolegend_"
+            labelled.add(cls)
+            dots = ax.scatter(t, [y] * len(t), zorder=3, linewidths=1.5, **kwargs)
+            dots.set_gid(f"{cls}:{name}")
+
+
+def _draw_ends(ax: Axes, view: _View, labels: bool) -> None:
+    """The request line at 0 and the response (or connection end) line."""
+    w = view.w
+    ax.axvline(
+        0,
+        color="#55A868",
+        linewidth=1.5,
+        zorder=1,
+        gid="request",
+        label=f"request ({w.method})" if labels else "_nolegend_",
+    )
+    if view.end is None:
+        return
+    what = {"response": "response", "error": f"error {w.error_code} response"}
+    text = what.get(w.end, "connection ended")
+    ax.axvline(
+        view.end,
+        color="0.1",
+        linewidth=2,
+        zorder=1,
+        gid="response",
+        label=text if labels else "_nolegend_",
+    )
+    if not labels:
+        return
+    ax.annotate(
+        f"{text} at {ms(view.end)}",
+        xy=(view.end, 1.0),
+        xycoords=("data", "axes fraction"),
+        xytext=(-4, -4),
+        textcoords="offset points",
+        ha="right",
+        va="top",
+        fontsize=TEXT_SIZE,
+        gid="response-label",
+    )
+
+
+def _draw_gaps(ax: Axes, view: _View) -> None:
+    """Per lane: marker (or, without one, last history update) to response, in ms."""
+    w, end = view.w, view.end
+    if end is None or w.end not in ("response", "error"):
+        return
+    for name, y in view.lanes.items():
+        stats = w.sessions[name]
+        marked = stats.marker_row is not None
+        since = view.at(stats.marker_row if marked else stats.last_history_row)
+        if since is None:
+            continue
+        gap = end - since
+        text = f"gap {ms(gap)}" if marked else f"no marker: last history → response {ms(gap)}"
+        ax.annotate(
+            "",
+            xy=(end, y + 0.22),
+            xytext=(since, y + 0.22),
+            arrowprops={
+                "arrowstyle": "<->",
+                "color": "#C44E52",
+                "lw": 1.5,
+                "linestyle": "-" if marked else "--",
+            },
+        )
+        ax.text(
+            (since + end) / 2,
+            y + 0.27,
+            text,
+            ha="center",
+            va="bottom",
+            fontsize=TEXT_SIZE + 1,
+            color="#C44E52",
+            gid=f"gap:{name}",
+        )

@@ -1,0 +1,163 @@
+"""A small document model (headings, paragraphs, tables, images, code) with Markdown and HTML
+renderings. Blocks hold plain text only; the renderers escape all of it, so text that comes
+from a trace can neither break a table nor inject markup.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+from dataclasses import dataclass, field
+
+# Markdown: characters that could start emphasis, code, links, tables or strikethrough.
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+_MD_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+
+
+@dataclass(frozen=True)
+class Heading:
+    """A section heading (level 1 to 3)."""
+
+    level: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    """A paragraph of plain text."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table of plain-text cells; `numeric` columns are right-aligned."""
+
+    columns: list[str]
+    rows: list[list[str]]
+    numeric: frozenset[int] = field(default_factory=frozenset)
+
+
+@dataclass(frozen=True)
+class Image:
+    """A chart saved beside the document (Markdown links it, HTML embeds it)."""
+
+    file: str
+    alt: str
+
+
+@dataclass(frozen=True)
+class Code:
+    """A block of literal text, such as a command line."""
+
+    text: str
+
+
+Block = Heading | Paragraph | Table | Image | Code
+
+
+# ---------------------------------------------------------------- Markdown
+
+
+def md_text(text: str) -> str:
+    """Plain text as Markdown that shows exactly that text: no markup, no HTML, one line."""
+    one_line = " ".join(text.splitlines()) if text else ""
+    escaped = "".join(_MD_ENTITIES.get(c, c) for c in one_line)
+    return _MD_SPECIAL.sub(r"\\\1", escaped)
+
+
+def _md_table(t: Table) -> list[str]:
+    align = ["---:" if i in t.numeric else "---" for i in range(len(t.columns))]
+    lines = [
+        "| " + " | ".join(md_text(c) for c in t.columns) + " |",
+        "| " + " | ".join(align) + " |",
+    ]
+    lines += ["| " + " | ".join(md_text(c) for c in row) + " |" for row in t.rows]
+    return lines
+
+
+def _md_code(text: str) -> list[str]:
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence + "sh", text.replace("\r", ""), fence]
+
+
+def to_markdown(blocks: list[Block]) -> str:
+    """The document as GitHub-flavoured Markdown."""
+    out: list[str] = []
+    for b in blocks:
+        if isinstance(b, Heading):
+            out.append("#" * b.level + " " + md_text(b.text))
+        elif isinstance(b, Paragraph):
+            out.append(md_text(b.text))
+        elif isinstance(b, Table):
+            out.append("\n".join(_md_table(b)))
+        elif isinstance(b, Image):
+            out.append(f"![{md_text(b.alt)}]({b.file})")
+        else:
+            out.append("\n".join(_md_code(b.text)))
+    return "\n\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------- HTML
+
+STYLE = """
+body { font-family: system-ui, sans-serif; max-width: 1240px; margin: 2em auto; padding: 0 1em;
+       color: #1f2328; line-height: 1.45; }
+table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }
+th, td { border: 1px solid #d0d7de; padding: 4px 8px; text-align: left; vertical-align: top; }
+th { background: #f6f8fa; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+img { max-width: 100%; height: auto; border: 1px solid #d0d7de; }
+pre { background: #f6f8fa; padding: 0.8em; overflow-x: auto; }
+"""
+# Nothing but inline styles and embedded images: the page fetches and runs nothing.
+CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+
+
+def _h(text: str) -> str:
+    return html.escape(text, quote=True)
+
+
+def _html_table(t: Table) -> str:
+    head = "".join(f"<th>{_h(c)}</th>" for c in t.columns)
+    rows = []
+    for row in t.rows:
+        cells = "".join(
+            f'<td class="num">{_h(c)}</td>' if i in t.numeric else f"<td>{_h(c)}</td>"
+            for i, c in enumerate(row)
+        )
+        rows.append(f"<tr>{cells}</tr>")
+    return (
+        f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n"
+        + "\n".join(rows)
+        + "\n</tbody>\n</table>"
+    )
+
+
+def _html_block(b: Block, images: dict[str, bytes]) -> str:
+    if isinstance(b, Heading):
+        return f"<h{b.level}>{_h(b.text)}</h{b.level}>"
+    if isinstance(b, Paragraph):
+        return f"<p>{_h(b.text)}</p>"
+    if isinstance(b, Table):
+        return _html_table(b)
+    if isinstance(b, Image):
+        data = images.get(b.file)
+        if data is None:
+            return f"<p>{_h(b.alt)} (chart not available)</p>"
+        src = "data:image/png;base64," + base64.b64encode(data).decode("ascii")
+        return f'<p><img alt="{_h(b.alt)}" src="{src}"></p>'
+    return f"<pre><code>{_h(b.text)}</code></pre>"
+
+
+def to_html(blocks: list[Block], images: dict[str, bytes], title: str) -> str:
+    """The document as one self-contained HTML page with the PNG images embedded."""
+    body = "\n".join(_html_block(b, images) for b in blocks)
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
+        f"<title>{_h(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
+        f"{body}\n</body>\n</html>\n"
+    )
