@@ -14,6 +14,7 @@ from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.collections import PathCollection
 from matplotlib.figure import Figure
+from matplotlib.legend import Legend
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.text import Text
@@ -103,7 +104,14 @@ def number(text: str) -> float:
 
 
 def axes_of(fig: Figure) -> list[Axes]:
-    return [ax for ax in fig.axes if ax.get_visible()]
+    """The axes that draw data (not the ones that only hold a legend or a message)."""
+    return [ax for ax in fig.axes if ax.get_visible() and ax.axison]
+
+
+def legend_texts(fig: Figure) -> list[str]:
+    legends = by_gid(fig, "gap-legend", Legend)
+    assert len(legends) == 1
+    return [t.get_text() for t in legends[0].get_texts()]
 
 
 # ---------------------------------------------------------------- gap
@@ -141,22 +149,17 @@ def test_gap_has_titles_units_and_one_histogram_and_ecdf_per_group(tmp_path: Pat
     assert hist_ax.get_xlabel() == ecdf_ax.get_xlabel() == "gap (ms)"
     assert fig.get_suptitle().startswith("Replay gap")
     for agent, n in (("agent-a 1.0", 3), ("agent-b 1.0", 2)):
-        name = f"{agent}: marker → response (n={n})"
+        name = f"{agent} · marker (n={n})"
         assert len(by_gid(fig, f"hist:{name}", Patch)) == 1
         assert len(by_gid(fig, f"ecdf:{name}", Line2D)) == 1
-    legend = fig.legends[0]
-    assert [t.get_text() for t in legend.get_texts()] == [
-        "agent-a 1.0: marker → response (n=3)",
-        "agent-b 1.0: marker → response (n=2)",
-    ]
+    assert legend_texts(fig) == ["agent-a 1.0 · marker (n=3)", "agent-b 1.0 · marker (n=2)"]
 
 
 def test_gap_falls_back_to_last_history_and_says_so(tmp_path: Path) -> None:
     """Replays without a marker use last_history_to_response_ms, labelled "no marker: last history"."""
     a = analyze(v1_trace(tmp_path / "v1.jsonl", [80, 120]))
     fig = plots.gap(a)
-    labels = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert labels == ["agent-v1 0.1: no marker: last history → response (n=2)"]
+    assert legend_texts(fig) == ["agent-v1 0.1 · no marker: last history (n=2)"]
     p50 = by_gid(fig, "p50", Line2D)[0]
     expected = a.replays["last_history_to_response_ms"].median()
     assert p50.get_xdata()[0] == pytest.approx(expected)
@@ -164,12 +167,19 @@ def test_gap_falls_back_to_last_history_and_says_so(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("gaps", "scale"),
-    [([2.0, 5.0, 900.0], "log"), ([100.0, 200.0, 9000.0], "linear"), ([3.0, 250.0, 301.0], "log")],
+    [
+        ([2.0, 5.0, 900.0], "log"),
+        ([100.0, 200.0, 9000.0], "linear"),
+        ([3.0, 250.0, 301.0], "log"),
+        ([0.0, 3.0, 301.0], "symlog"),
+        ([0.0, 3.0, 30.0], "linear"),
+    ],
 )
 def test_gap_axis_is_logarithmic_when_values_span_decades(
     tmp_path: Path, gaps: list[float], scale: str
 ) -> None:
-    """The x axes go logarithmic exactly when max/min of the positive gaps exceeds 100."""
+    """The x axes go logarithmic exactly when max/min of the positive gaps exceeds 100
+    (symmetric-log, linear near zero, when some gaps are 0 ms, so none is hidden)."""
     # The marker comes 1 ms after the last history update: gap = response dt.
     fig = plots.gap(analyze(gap_trace(tmp_path / "t.jsonl", gaps)))
     assert [ax.get_xscale() for ax in axes_of(fig)] == [scale, scale]
@@ -191,9 +201,7 @@ def test_ordering_only_traces_are_left_out_with_a_note(tmp_path: Path) -> None:
     ordering_only(b, tmp_path / "untimed.jsonl")
     a = analyze(tmp_path)
     gap_fig = plots.gap(a)
-    assert [t.get_text() for t in gap_fig.legends[0].get_texts()] == [
-        "agent-a 1.0: marker → response (n=2)"
-    ]
+    assert legend_texts(gap_fig) == ["agent-a 1.0 · marker (n=2)"]
     for fig in (gap_fig, plots.replay(a), plots.latency(a)):
         notes = [t.get_text() for t in by_gid(fig, "note", Text)]
         assert any("1 ordering-only trace(s) left out" in n for n in notes)
@@ -319,9 +327,11 @@ def test_latency_has_a_box_and_a_strip_per_method_and_turn_phases(tmp_path: Path
 
 
 def test_latency_without_prompt_turns_says_so(tmp_path: Path) -> None:
-    """Without prompt turns the right panel says so instead of an empty axis."""
+    """Without prompt turns the request panel takes the whole width and a note says why."""
     fig = plots.latency(analyze(gap_trace(tmp_path / "t.jsonl", [10.0])))
-    assert by_gid(fig, "empty-phases", Text)
+    assert len(axes_of(fig)) == 1
+    notes = [t.get_text() for t in by_gid(fig, "note", Text)]
+    assert notes == ["No prompt turns with timestamps: no turn phases to show."]
 
 
 def test_every_chart_of_an_empty_input_is_a_message(tmp_path: Path) -> None:
@@ -357,8 +367,7 @@ def test_charts_are_legible_and_show_no_message_text(tmp_path: Path, kind: str) 
     small = [t.get_text() for t in fig.findobj(Text) if t.get_text() and t.get_fontsize() < 10]
     assert small == []
     if kind == "gap":  # the legend keeps a name that starts with `_` and shows `$` as is
-        first = fig.legends[0].get_texts()[0].get_text()
-        assert first.startswith(" _\\$x\\$ agent")
+        assert legend_texts(fig)[0].startswith(" _\\$x\\$ agent")
     if kind == "replay":
         assert any("sess\\$1??" in t for t in shown)  # missing glyphs drawn as `?`, no warning
     svg = plots.save(fig, tmp_path / f"{kind}.svg").read_text()

@@ -34,13 +34,19 @@ def new_figure(
     ncols: int = 1, width_ratios: list[float] | None = None, nrows: int = 1
 ) -> tuple[Figure, list[Axes]]:
     """A 12x6.75 inch figure at 100 dpi on an Agg canvas, with a grid of axes (row by row)."""
-    fig = Figure(figsize=FIGSIZE, dpi=DPI, layout="constrained")
-    FigureCanvasAgg(fig)
+    fig = blank_figure()
     grid = fig.subplots(nrows, ncols, squeeze=False, width_ratios=width_ratios)
     axes = [ax for row in grid for ax in row]
     for ax in axes:
         ax.tick_params(labelsize=TICK_SIZE)
     return fig, axes
+
+
+def blank_figure() -> Figure:
+    """A 12x6.75 inch figure at 100 dpi on an Agg canvas, with constrained layout."""
+    fig = Figure(figsize=FIGSIZE, dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
 
 
 def title(fig: Figure, text: str) -> None:
@@ -115,6 +121,22 @@ def spans_decades(values: NDArray[np.float64]) -> bool:
     """True when the positive values span more than two decades (max/min > 100)."""
     positive = values[values > 0]
     return bool(positive.size >= 2 and positive.max() / positive.min() > LOG_SPAN)
+
+
+def set_scale(ax: Axes, values: NDArray[np.float64]) -> str:
+    """Give the x axis the scale the values need: `log` when the positive values span decades,
+    `symlog` (linear near zero) when they also include zeros, else `linear`. Returns it."""
+    if not spans_decades(values):
+        return "linear"
+    positive = values[values > 0]
+    if positive.size == values.size:
+        ax.set_xscale("log")
+        return "log"
+    # Linear from the lowest value to the decade below the smallest positive one, then log.
+    linthresh = float(10 ** np.floor(np.log10(positive.min())))
+    ax.set_xscale("symlog", linthresh=linthresh, linscale=1.0)
+    ax.set_xlim(float(values.min()), float(positive.max()) * 1.5)
+    return "symlog"
 
 
 def untimed_traces(tl: pl.DataFrame) -> list[str]:

@@ -8,6 +8,7 @@ p50, p90 and p99 of all the gaps marked on both.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -20,14 +21,17 @@ from matplotlib.patches import Polygon
 from numpy.typing import NDArray
 
 from acp_trace.plots._common import (
+    FIGSIZE,
     PERCENTILES,
     TEXT_SIZE,
+    TICK_SIZE,
     add_note,
     agent_label,
     axis_labels,
+    blank_figure,
     empty_figure,
     ms,
-    new_figure,
+    set_scale,
     spans_decades,
     title,
     untimed_note,
@@ -35,9 +39,11 @@ from acp_trace.plots._common import (
 
 MARKER = "marker"
 FALLBACK = "last_history"
-SOURCE_TEXT = {MARKER: "marker → response", FALLBACK: "no marker: last history → response"}
+SOURCE_TEXT = {MARKER: "marker", FALLBACK: "no marker: last history"}
+LEGEND_TITLE = "agent version · gap measured from … to the response"
 HEADING = "Replay gap: end of history → response"
 PERCENTILE_STYLE = {50: ":", 90: "--", 99: "-."}
+LEGEND_COLUMNS = 2
 
 
 @dataclass(frozen=True)
@@ -50,7 +56,7 @@ class Series:
 
     @property
     def label(self) -> str:
-        return f"{self.agent}: {SOURCE_TEXT[self.source]} (n={self.values.size})"
+        return f"{self.agent} · {SOURCE_TEXT[self.source]} (n={self.values.size})"
 
 
 def gap_table(replays: pl.DataFrame, untimed: Sequence[str] = ()) -> pl.DataFrame:
@@ -92,36 +98,39 @@ def gap_figure(replays: pl.DataFrame, untimed: Sequence[str] = ()) -> Figure:
         return empty_figure(HEADING, "No replay gaps to show:\nno replay with a response.", notes)
     series = series_of(gaps)
     values = gaps["gap_ms"].to_numpy().astype(np.float64)
-    log = spans_decades(values)
-    fig, (hist_ax, ecdf_ax) = new_figure(2)
+    fig, hist_ax, ecdf_ax, legend_ax = _layout(len(series))
     title(fig, f"{HEADING} ({values.size} replays)")
-    _histogram(hist_ax, series, values, log)
-    _ecdf(ecdf_ax, series, log)
-    if log and (values <= 0).any():
-        notes.append(f"{int((values <= 0).sum())} gap(s) of 0 ms or less not drawn (log axis).")
+    _histogram(hist_ax, series, values)
+    _ecdf(ecdf_ax, series)
+    _legend(legend_ax, ecdf_ax, len(series))
     for ax, top in ((hist_ax, True), (ecdf_ax, False)):
-        mark_percentiles(ax, values, log, top)
+        set_scale(ax, values)
+        mark_percentiles(ax, values, top)
     add_note(fig, notes)
     return fig
 
 
-def _bins(values: NDArray[np.float64], log: bool) -> NDArray[np.float64]:
-    if log:
+def _bins(values: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Shared bin edges: geometric when the values span decades (a first bin from the
+    smallest value for zeros), else numpy's automatic choice."""
+    if spans_decades(values):
         positive = values[values > 0]
-        return np.geomspace(positive.min(), positive.max(), 41)
+        edges = np.geomspace(positive.min(), positive.max(), 41)
+        if positive.size < values.size:
+            edges = np.concatenate([[values.min()], edges])
+        return edges
     edges = np.histogram_bin_edges(values, bins="auto")
     if edges.size > 61:
         edges = np.linspace(values.min(), values.max(), 61)
     return edges.astype(np.float64)
 
 
-def _histogram(ax: Axes, series: list[Series], values: NDArray[np.float64], log: bool) -> None:
-    bins = _bins(values, log)
+def _histogram(ax: Axes, series: list[Series], values: NDArray[np.float64]) -> None:
+    bins = _bins(values)
     for index, s in enumerate(series):
         color = f"C{index % 10}"
-        shown = s.values[s.values > 0] if log else s.values
         patches = ax.hist(
-            shown,
+            s.values,
             bins=list(bins),
             histtype="stepfilled",
             facecolor=to_rgba(color, 0.3),
@@ -132,31 +141,43 @@ def _histogram(ax: Axes, series: list[Series], values: NDArray[np.float64], log:
         for patch in patches if isinstance(patches, list) else [patches]:
             if isinstance(patch, Polygon):
                 patch.set_gid(f"hist:{s.label}")
-    if log:
-        ax.set_xscale("log")
     axis_labels(ax, "gap (ms)", "replays", "Histogram")
 
 
-def _ecdf(ax: Axes, series: list[Series], log: bool) -> None:
+def _ecdf(ax: Axes, series: list[Series]) -> None:
     for index, s in enumerate(series):
-        shown = s.values[s.values > 0] if log else s.values
-        if shown.size:
-            line = ax.ecdf(shown, color=f"C{index % 10}", linewidth=2, label=s.label)
-            line.set_gid(f"ecdf:{s.label}")
-    if log:
-        ax.set_xscale("log")
+        line = ax.ecdf(s.values, color=f"C{index % 10}", linewidth=2, label=s.label)
+        line.set_gid(f"ecdf:{s.label}")
     ax.set_ylim(0, 1.02)
     axis_labels(ax, "gap (ms)", "fraction of replays", "Cumulative distribution (ECDF)")
-    fig = ax.get_figure()
-    if isinstance(fig, Figure):
-        fig.legend(
-            *ax.get_legend_handles_labels(),
-            loc="outside lower center",
-            ncols=2 if len(series) > 1 else 1,
-            fontsize=TEXT_SIZE,
-            title="agent version: gap measured from",
-            title_fontsize=TEXT_SIZE,
-        )
+
+
+def _layout(n_series: int) -> tuple[Figure, Axes, Axes, Axes]:
+    """Histogram and ECDF side by side, a band below them for the legend."""
+    fig = blank_figure()
+    rows = math.ceil(n_series / LEGEND_COLUMNS)
+    band = 0.45 + 0.3 * rows  # inches
+    axes = fig.subplot_mosaic(
+        [["hist", "ecdf"], ["legend", "legend"]],
+        height_ratios=[FIGSIZE[1] - 1.0 - band, band],
+    )
+    for name in ("hist", "ecdf"):
+        axes[name].tick_params(labelsize=TICK_SIZE)
+    return fig, axes["hist"], axes["ecdf"], axes["legend"]
+
+
+def _legend(legend_ax: Axes, ecdf_ax: Axes, n_series: int) -> None:
+    legend_ax.set_axis_off()
+    legend = legend_ax.legend(
+        *ecdf_ax.get_legend_handles_labels(),
+        loc="center",
+        ncols=min(n_series, LEGEND_COLUMNS),
+        fontsize=TEXT_SIZE,
+        title=LEGEND_TITLE,
+        title_fontsize=TEXT_SIZE,
+        frameon=False,
+    )
+    legend.set_gid("gap-legend")
 
 
 def percentiles(values: NDArray[np.float64]) -> dict[int, float]:
@@ -164,11 +185,9 @@ def percentiles(values: NDArray[np.float64]) -> dict[int, float]:
     return {q: float(np.percentile(values, q, method="linear")) for q in PERCENTILES}
 
 
-def mark_percentiles(ax: Axes, values: NDArray[np.float64], log: bool, top: bool) -> None:
+def mark_percentiles(ax: Axes, values: NDArray[np.float64], top: bool) -> None:
     """Vertical lines at p50, p90, p99 with labels that show the numbers."""
     for rank, (q, value) in enumerate(percentiles(values).items()):
-        if log and value <= 0:
-            continue
         ax.axvline(value, color="0.15", linestyle=PERCENTILE_STYLE[q], linewidth=1.2, gid=f"p{q}")
         text = f"p{q} {ms(value)}"
         # Histogram: left of the line, from the top; ECDF: right of it, from the bottom.

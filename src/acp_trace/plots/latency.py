@@ -11,13 +11,12 @@ from matplotlib.figure import Figure
 from numpy.typing import NDArray
 
 from acp_trace.plots._common import (
-    TEXT_SIZE,
     add_note,
     axis_labels,
     empty_figure,
     label,
     new_figure,
-    spans_decades,
+    set_scale,
     title,
     untimed_note,
 )
@@ -73,25 +72,16 @@ def latency_figure(tl: pl.DataFrame, turns: pl.DataFrame, untimed: Sequence[str]
     if len(methods) > MAX_METHODS:
         notes.append(f"{len(methods) - MAX_METHODS} less frequent method(s) not shown.")
         methods = dict(list(methods.items())[:MAX_METHODS])
-    fig, (req_ax, turn_ax) = new_figure(2, width_ratios=[3.0, 2.0])
+    if not phases:
+        notes.append("No prompt turns with timestamps: no turn phases to show.")
+    fig, axes = new_figure(2, width_ratios=[3.0, 2.0]) if phases else new_figure(1)
     count = sum(v.size for v in methods.values())
     title(fig, f"{HEADING}: {count} answered requests, {len(turns)} prompt turns")
-    box_strip(req_ax, methods, "method")
-    axis_labels(req_ax, "request → response (ms)", "method", "Request to response, per method")
+    box_strip(axes[0], methods, "method")
+    axis_labels(axes[0], "request → response (ms)", "method", "Request to response, per method")
     if phases:
-        box_strip(turn_ax, phases, "phase")
-    else:
-        turn_ax.set_axis_off()
-        turn_ax.text(
-            0.5,
-            0.5,
-            "No prompt turns with timestamps.",
-            ha="center",
-            va="center",
-            fontsize=TEXT_SIZE + 2,
-            gid="empty-phases",
-        )
-    axis_labels(turn_ax, "ms after the prompt request", "phase", "Prompt turn phases")
+        box_strip(axes[1], phases, "phase")
+        axis_labels(axes[1], "ms after the prompt request", "phase", "Prompt turn phases")
     add_note(fig, notes)
     return fig
 
@@ -118,11 +108,5 @@ def box_strip(ax: Axes, groups: dict[str, NDArray[np.float64]], kind: str) -> No
         jitter = rng.uniform(-0.18, 0.18, values.size)
         dots = ax.scatter(values, y + jitter, s=14, color="#C44E52", alpha=0.55, zorder=3)
         dots.set_gid(f"strip:{kind}:{name}")
-    everything = np.concatenate(data)
-    if spans_decades(everything):
-        positive = everything[everything > 0]
-        if positive.size == everything.size:
-            ax.set_xscale("log")
-        else:  # zeros (answers stamped in the same read) stay visible on a symlog axis
-            ax.set_xscale("symlog", linthresh=float(positive.min()))
+    set_scale(ax, np.concatenate(data))
     ax.grid(axis="x", color="0.9")

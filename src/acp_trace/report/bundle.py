@@ -108,11 +108,11 @@ def build_blocks(a: Analysis, command: str | None = None) -> list[Block]:
 
 
 def cell(value: Any) -> str:
-    """A table cell: `-` for missing, one decimal for floats."""
+    """A table cell: `-` for missing, one decimal for floats (two below 1)."""
     if value is None:
         return "-"
     if isinstance(value, float):
-        return f"{value:.1f}"
+        return f"{value:.2f}" if 0 < abs(value) < 1 else f"{value:.1f}"
     return str(value)
 
 
