@@ -149,8 +149,12 @@ def record(
     resumes: int = 1,
     trace: Path | None = None,
     timeout: float = 240,
+    wrap: tuple[str, ...] = (),
 ) -> Run:
-    """Run demo-client -> acp-trace record -> tee_agent -> the peer, all in a loopback netns."""
+    """Run demo-client -> acp-trace record -> tee_agent -> the peer, all in a loopback netns.
+
+    `wrap` is a command prefix around the whole chain (make_samples.py uses a mount namespace).
+    """
     files = root / "capture"
     files.mkdir(parents=True, exist_ok=True)
     trace = trace or root / "trace.jsonl"
@@ -192,7 +196,7 @@ def record(
         *tee,
     ]
     done = subprocess.run(
-        [str(NETNS_RUN), *client],
+        [*wrap, str(NETNS_RUN), *client],
         env=env,
         cwd=root,
         capture_output=True,
