@@ -31,10 +31,12 @@ def test_summary_names_outcomes_and_findings(tmp_path: Path) -> None:
 
 
 def test_cli_demo_keeps_traces_in_the_given_folder(tmp_path: Path) -> None:
-    """`acp-trace demo -o DIR` leaves one trace per built-in scenario and prints the analysis."""
+    """`acp-trace demo -o DIR` leaves one trace per scenario, prints the analysis, writes the report."""
     cmd = [sys.executable, "-m", "acp_trace", "demo", "-o", str(tmp_path)]
     done = subprocess.run(cmd, capture_output=True, timeout=120, check=False, text=True)
     assert done.returncode == 0, done.stderr
     names = sorted(p.name for p in tmp_path.glob("demo-*.jsonl"))
     assert names == sorted(f"demo-{s.name}.jsonl" for s in demo.SCENARIOS)
-    assert "load-updates-after-response" in done.stdout or "report" in done.stdout
+    assert "load-updates-after-response" in done.stdout
+    assert (tmp_path / "report" / "report.html").exists()
+    assert f"Report: {tmp_path / 'report' / 'report.html'}" in done.stdout

@@ -158,16 +158,15 @@ def demo(
         Path | None, typer.Option("-o", "--out", help="Keep the traces and report here.")
     ] = None,
 ) -> None:
-    """Record the demo client and demo agent through the tap, then analyze the traces."""
+    """Record the demo client and agent through the tap, then summarize and write the report."""
     import tempfile
 
     from acp_trace import demo as demo_mod
 
-    with tempfile.TemporaryDirectory(prefix="acp-trace-demo-") as tmp:
-        folder = out or Path(tmp)
-        traces = demo_mod.run_demo(folder)
-        typer.echo(f"recorded {len(traces)} traces in {folder}")
-        typer.echo(demo_mod.build_outputs(traces, folder), nl=False)
+    folder = out or Path(tempfile.mkdtemp(prefix="acp-trace-demo-"))  # kept: it has the report
+    traces = demo_mod.run_demo(folder)
+    typer.echo(f"recorded {len(traces)} traces in {folder}")
+    typer.echo(demo_mod.build_outputs(traces, folder), nl=False)
 
 
 Format = Annotated[str, typer.Option("--format", "-f", help="table, json or csv.")]

@@ -2,8 +2,8 @@
 
 Records the demo client and the demo agent through the tap (`acp-trace record`) in a few
 scenarios (a correct v2 replay with children and cold-start gaps, a v1 load, and a few
-faults), then analyzes the traces. The report (`acp_trace.report.build_report`) is the
-integration point; until it exists the text summary of replays and findings stands in.
+faults), then analyzes the traces: a text summary of replays and findings, and the report
+bundle (`acp_trace.report.bundle.report`: Markdown, HTML, charts).
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 
@@ -87,18 +86,12 @@ def run_demo(out_dir: Path, scenarios: tuple[Scenario, ...] = SCENARIOS) -> list
 
 
 def build_outputs(traces: list[Path], out_dir: Path) -> str:
-    """The report when `acp_trace.report.build_report` exists, else a text summary.
+    """Write the report bundle into `out_dir/report`; returns the summary and where it went."""
+    from acp_trace.report.bundle import report
 
-    Integration point: once the report module has `build_report(paths, out_dir)`, the demo
-    produces it and names what it wrote.
-    """
-    from acp_trace import report
-
-    build: Any = getattr(report, "build_report", None)
-    if build is not None:
-        written = build(traces, out_dir)
-        return f"report written: {written}\n"
-    return summary_text(traces)
+    files = report(traces, out_dir / "report", command="acp-trace demo")
+    where = f"\nReport: {files.html} (also {files.markdown.name}, {len(files.charts)} charts)\n"
+    return summary_text(traces) + where
 
 
 def summary_text(traces: list[Path]) -> str:
