@@ -1,0 +1,57 @@
+"""The benchmark scripts run end to end at tiny sizes (figures are printed, never asserted)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def run(script: str, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, str(BENCH / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_analyzer_benchmark_runs(tmp_path: Path) -> None:
+    """bench_analyzer.py generates its traces, runs every variant and reports every figure."""
+    out = tmp_path / "figures.json"
+    args = ["--mb", "0.2", "--large-mb", "0.4", "--files", "4", "--history", "60"]
+    args += ["--files-history", "5", "--reps", "1", "--work", str(tmp_path), "--json", str(out)]
+    stdout = run("bench_analyzer.py", *args)
+    names = [f["name"] for f in json.loads(out.read_text())["figures"]]
+    assert "== analyzer" in stdout
+    assert any("analyze / parse-only" in n for n in names)
+    assert "per-MB time, large / base" in names
+    assert "many small files / one file" in names
+
+
+def test_tap_benchmark_runs(tmp_path: Path) -> None:
+    """bench_tap.py measures latency, throughput and timestamps through a real tap."""
+    out = tmp_path / "figures.json"
+    args = ["all", "--sizes", "200", "--count", "30", "--mb", "0.5", "--line-sizes", "4096"]
+    args += ["--reps", "1", "--timed", "30", "--interval-us", "300", "--json", str(out)]
+    stdout = run("bench_tap.py", *args)
+    names = [f["name"] for f in json.loads(out.read_text())["figures"]]
+    assert "== tap" in stdout
+    assert "200 B: added median RTT" in names
+    assert "4 KiB lines: tap / direct throughput" in names
+    assert any(n.startswith("timestamp skew p99") for n in names)
+
+
+def test_pingpong_client_and_plain_replays_run_alone(tmp_path: Path) -> None:
+    """The client and the plain loop are usable as scripts on their own."""
+    agent = [sys.executable, str(BENCH / "echo_agent.py")]
+    rtts = json.loads(run("pingpong_client.py", "--size", "300", "--count", "5", "--", *agent))
+    assert rtts["size"] == 300 and len(rtts["rtt_ns"]) == 5
+    run("gen_trace.py", "--mb", "0.05", "--history", "20", "--out", str(tmp_path))
+    rows = [json.loads(line) for line in run("plain_replays.py", str(tmp_path)).splitlines()]
+    assert rows and all(r["outcome"] for r in rows)
