@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -363,3 +364,33 @@ def test_parse_gap_refuses_bad_specs(spec: str) -> None:
     """Negative, non-finite, unknown or malformed gap specs raise ValueError."""
     with pytest.raises(ValueError):
         parse_gap(spec)
+
+
+def test_a_request_line_over_64_kib_is_read_whole(tmp_path: Path) -> None:
+    """A 200 kB prompt line (past asyncio's 64 KiB default) is read and echoed whole."""
+    text = "x" * 200_000
+    _r, msgs, _t = talk(tmp_path, session=None, prompt=text, protocol=1, resumes=0)
+    echoed = [m["params"]["update"]["content"]["text"] for m in msgs if "params" in m]
+    assert "".join(echoed).strip() == text
+    assert msgs[-1]["result"] == {"stopReason": "end_turn"}
+
+
+def test_cancel_request_stops_the_replay_with_32800_and_no_marker() -> None:
+    """`$/cancel_request` during a paced replay ends it with -32800 and no marker."""
+    cmd = [sys.executable, "-m", "acp_trace", "demo-agent", "--turns", "500", "--pace", "0.01"]
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    resume = {"sessionId": SID, "cwd": "/x", "replayFrom": {"type": "start"}}
+    for msg in (
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 2}},
+        {"jsonrpc": "2.0", "id": 1, "method": "session/resume", "params": resume},
+        {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": 1}},
+    ):
+        proc.stdin.write(json.dumps(msg).encode() + b"\n")
+    proc.stdin.close()
+    tokens = [token(json.loads(line)) for line in proc.stdout]
+    proc.stdout.close()
+    assert proc.wait() == 0
+    assert tokens[-1] == "err:1:-32800"
+    assert "marker:sess_demo" not in tokens
+    assert len(history(tokens)) < 1000

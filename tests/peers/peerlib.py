@@ -17,7 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -157,58 +157,38 @@ def record(
     """
     files = root / "capture"
     files.mkdir(parents=True, exist_ok=True)
-    trace = trace or root / "trace.jsonl"
+    run = Run(
+        trace or root / "trace.jsonl",
+        *(files / n for n in ("client-received.bin", "client-sent.bin")),
+        *(files / n for n in ("agent-wrote.bin", "agent-read.bin")),
+        client_exit=-1,
+        client_output="",
+    )
     acp = [sys.executable, "-m", "acp_trace"]
-    tee = [
-        sys.executable,
-        str(TEE_AGENT),
-        str(files / "agent-read.bin"),
-        str(files / "agent-wrote.bin"),
-        "--",
-        *command(name),
-    ]
+    tee = [sys.executable, str(TEE_AGENT), str(run.agent_read), str(run.agent_wrote)]
+    client_opts = f"--protocol {protocol} --session {sid} --resumes {resumes} --timeout 90"
     client = [
         *acp,
         "demo-client",
         "--summary",
-        "--protocol",
-        str(protocol),
-        "--session",
-        sid,
-        "--cwd",
-        cwd,
-        "--resumes",
-        str(resumes),
-        "--timeout",
-        "90",
+        *client_opts.split(),
         "--grace",
         "20",
+        "--cwd",
+        cwd,
         "--save",
-        str(files / "client-received.bin"),
+        str(run.client_received),
         "--save-sent",
-        str(files / "client-sent.bin"),
-        "--",
-        *acp,
-        "record",
-        "-o",
-        str(trace),
-        "--",
-        *tee,
+        str(run.client_sent),
     ]
+    tap = [*acp, "record", "-o", str(run.trace), "--", *tee, "--", *command(name)]
     done = subprocess.run(
-        [*wrap, str(NETNS_RUN), *client],
+        [*wrap, str(NETNS_RUN), *client, "--", *tap],
         env=env,
         cwd=root,
         capture_output=True,
         timeout=timeout,
         check=False,
     )
-    return Run(
-        trace,
-        files / "client-received.bin",
-        files / "client-sent.bin",
-        files / "agent-wrote.bin",
-        files / "agent-read.bin",
-        done.returncode,
-        done.stdout.decode() + done.stderr.decode(),
-    )
+    output = done.stdout.decode() + done.stderr.decode()
+    return replace(run, client_exit=done.returncode, client_output=output)
