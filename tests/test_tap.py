@@ -138,6 +138,7 @@ def assert_transparent(run: Run, client_sends: bytes, agent_sends: bytes) -> Non
     """Both directions arrive byte for byte, and all three streams are recorded line by line."""
     assert sha(run.agent_received) == sha(client_sends)
     assert sha(run.client_received) == sha(agent_sends)
+    assert run.events("dropped") == []
     assert_recorded(run, "client", client_sends)
     assert_recorded(run, "agent", agent_sends)
 
@@ -296,22 +297,26 @@ def test_agent_ignoring_eof_is_terminated_after_the_grace_period(tmp_path: Path)
 
 def test_agent_ignoring_sigterm_too_is_killed(tmp_path: Path) -> None:
     """An agent that ignores EOF and SIGTERM is ended with SIGKILL."""
-    agent_args = ("--ignore-eof", "--ignore-term")
-    run = run_tap(tmp_path, agent_args=agent_args, record_args=("--grace", "0.3"))
+    agent_args = ("--ready", "--ignore-eof", "--ignore-term")
+    client_args = ("--close-on-ready",)  # the agent ignores SIGTERM by then
+    run = run_tap(
+        tmp_path, agent_args=agent_args, record_args=("--grace", "0.3"), client_args=client_args
+    )
     assert run.code == 128 + signal.SIGKILL
     assert [e["signal"] for e in run.events("kill")] == [signal.SIGTERM, signal.SIGKILL]
 
 
-def test_sigterm_to_the_recorder_is_forwarded_to_the_agent(tmp_path: Path) -> None:
-    """SIGTERM sent to the recorder reaches the agent, and the exit code says so."""
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_signals_to_the_recorder_are_forwarded_to_the_agent(tmp_path: Path, signum: int) -> None:
+    """SIGTERM, SIGINT and SIGHUP sent to the recorder reach the agent; the exit code says so."""
     run = run_tap(
         tmp_path,
         agent_args=("--ready",),
-        client_args=("--keep-open", "--signal-on-ready", str(signal.SIGTERM)),
+        client_args=("--keep-open", "--signal-on-ready", str(signum)),
     )
-    assert run.code == 128 + signal.SIGTERM
+    assert run.code == 128 + signum
     assert run.client_received == b'{"ready":true}\n'
-    assert run.events("exit")[0]["signal"] == signal.SIGTERM
+    assert run.events("exit")[0]["signal"] == signum
     assert run.events("kill") == []
 
 

@@ -380,6 +380,12 @@ def record(
             min=0.0, help="Seconds the agent may outlive the client's stdin (then TERM, KILL)."
         ),
     ] = 3.0,
+    queue_bytes: Annotated[
+        int,
+        typer.Option(
+            min=1, help="Bytes of lines waiting for a slow disk before records are dropped."
+        ),
+    ] = 256 << 20,
 ) -> None:
     """Run an agent behind a tap that forwards every byte and records a trace: -- AGENT [ARGS...]."""
     from acp_trace.tap import RecordOptions
@@ -396,6 +402,7 @@ def record(
         redact=not no_redact,
         max_record_bytes=max_record_bytes,
         grace=grace,
+        queue_bytes=queue_bytes,
     )
     result = run_recorder(options, warn=warn)
     if result.dropped and result.write_error is None:

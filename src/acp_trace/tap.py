@@ -43,7 +43,7 @@ from acp_trace.trace_io import (
 )
 
 DEFAULT_GRACE = 3.0
-DEFAULT_QUEUE_BYTES = 64 << 20
+DEFAULT_QUEUE_BYTES = 256 << 20
 READ_SIZE = 64 << 10
 BATCH_BYTES = 4 << 20
 RECORD_OVERHEAD = 64
@@ -479,10 +479,12 @@ class _Tap:
             self.proc = proc = spawn(self.options.command)
             self.writer.start(encode_header(self._header(started_at, proc.pid)))
             assert proc.stdin and proc.stdout and proc.stderr
-            self._thread(self._client, stdin_fd, proc.stdin.fileno())
+            self._thread("client", self._client, stdin_fd, proc.stdin.fileno())
             drains = [
-                self._thread(self._agent, proc.stdout.fileno(), stdout_fd),
-                self._thread(pump, proc.stderr.fileno(), stderr_fd, "stderr", self.stamper),
+                self._thread("agent", self._agent, proc.stdout.fileno(), stdout_fd),
+                self._thread(
+                    "stderr", pump, proc.stderr.fileno(), stderr_fd, "stderr", self.stamper
+                ),
             ]
             for signum in self.early_signals:
                 self._signal(signum)
@@ -508,8 +510,8 @@ class _Tap:
         limit = self.options.max_record_bytes
         return {} if limit is None else {"max_record_bytes": limit}
 
-    def _thread(self, target: Callable[..., None], *args: Any) -> threading.Thread:
-        thread = threading.Thread(target=target, args=args, daemon=True)
+    def _thread(self, name: str, target: Callable[..., None], *args: Any) -> threading.Thread:
+        thread = threading.Thread(target=target, args=args, name=name, daemon=True)
         thread.start()
         return thread
 
@@ -546,11 +548,14 @@ class _Tap:
                 deadline = now + self.options.grace
 
     def _drain(self, threads: list[threading.Thread]) -> None:
-        """Read the agent's stdout and stderr to EOF (a child that keeps them open is left)."""
+        """Read the agent's stdout and stderr to EOF, waiting at most the grace period each."""
         for thread in threads:
             thread.join(self.options.grace)
             if thread.is_alive():
-                message = "a stream of the agent is still open after it exited; not waiting"
+                message = (
+                    f"the {thread.name} stream was not at EOF {self.options.grace:g} s after the"
+                    " agent exited (a child of the agent holds it, or the reader is stuck)"
+                )
                 self.stamper.event("error", message=message)
 
     def _signal(self, signum: int) -> None:

@@ -1,12 +1,12 @@
 """A scripted editor for the recorder tests: starts a command and talks to it over stdio.
 
-    client.py [--send FILE] [--received FILE] [--keep-open] [--signal-on-ready SIGNUM]
-              -- COMMAND [ARGS...]
+    client.py [--send FILE] [--received FILE] [--keep-open | --close-on-ready]
+              [--signal-on-ready SIGNUM] -- COMMAND [ARGS...]
 
 It writes FILE to the command's stdin in chunks of varying size and closes it (with
---keep-open only once the command's stdout is at EOF), while it reads the command's stdout
-to EOF into --received. With --signal-on-ready it sends SIGNUM to the command as soon as the
-first line of output arrives. It exits with the command's exit code (128+N after signal N).
+--keep-open only once the command's stdout is at EOF, with --close-on-ready once the first
+line of output arrived), while it reads the command's stdout to EOF into --received. With
+--signal-on-ready it sends SIGNUM to the command as soon as the first line of output arrives. It exits with the command's exit code (128+N after signal N).
 """
 
 from __future__ import annotations
@@ -34,16 +34,21 @@ def send(fd: int, data: bytes, keep_open: threading.Event | None) -> None:
 
 
 def receive(fd: int, path: str | None, proc: subprocess.Popen[bytes], signum: int | None) -> None:
+    """Read to EOF; READY is set once the first line has arrived (or at EOF)."""
     out = open(path, "wb") if path else None  # noqa: SIM115 - closed below
-    signalled = False
     while chunk := os.read(fd, 1 << 16):
-        if signum is not None and not signalled and b"\n" in chunk:
-            proc.send_signal(signum)
-            signalled = True
+        if not READY.is_set() and b"\n" in chunk:
+            READY.set()
+            if signum is not None:
+                proc.send_signal(signum)
         if out:
             out.write(chunk)
     if out:
         out.close()
+    READY.set()
+
+
+READY = threading.Event()
 
 
 def main() -> None:
@@ -51,6 +56,7 @@ def main() -> None:
     parser.add_argument("--send")
     parser.add_argument("--received")
     parser.add_argument("--keep-open", action="store_true")
+    parser.add_argument("--close-on-ready", action="store_true")
     parser.add_argument("--signal-on-ready", type=int)
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
@@ -58,7 +64,7 @@ def main() -> None:
     data = open(args.send, "rb").read() if args.send else b""  # noqa: SIM115
     proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
     assert proc.stdin is not None and proc.stdout is not None
-    done = threading.Event() if args.keep_open else None
+    done = threading.Event() if args.keep_open else READY if args.close_on_ready else None
     stdin_fd = os.dup(proc.stdin.fileno())
     proc.stdin.close()
     sender = threading.Thread(target=send, args=(stdin_fd, data, done))
