@@ -227,9 +227,9 @@ def test_replay_has_one_lane_per_session_and_the_gap_of_each(tmp_path: Path) -> 
     fig = plots.replay(a)
     ax = axes_of(fig)[0]
     assert [t.get_text() for t in ax.get_yticklabels()] == [
-        "parent",
-        "kid1\n(child of parent)",
-        "kid2\n(child of parent)",
+        "parent\n(6 history)",
+        "kid1\n(2 history, child of parent)",
+        "kid2\n(2 history, child of parent)",
     ]
     assert len(axes_of(fig)) == 2  # the whole window and a zoom on the updates
     for session in ("parent", "kid1", "kid2"):
@@ -277,6 +277,22 @@ def test_replay_can_be_chosen_by_session_or_request(tmp_path: Path) -> None:
     assert any("No replay to show for session nope" in t for t in texts(missing))
 
 
+def test_replay_can_be_chosen_by_trace_when_session_ids_repeat(tmp_path: Path) -> None:
+    """Two traces that resume the same session id: --trace picks the file, by path or name."""
+    gap_trace(tmp_path / "slow.jsonl", [900.0], agent="slow-agent")
+    gap_trace(tmp_path / "fast.jsonl", [20.0], agent="fast-agent")
+    a = analyze(tmp_path)
+    assert "slow-agent" in axes_of(plots.replay(a, session="s0"))[0].get_title()
+    fig = plots.replay(a, session="s0", trace="fast.jsonl")
+    assert "fast-agent" in axes_of(fig)[0].get_title()
+    fig = plots.replay(a, trace=str(tmp_path / "fast.jsonl"))
+    assert "fast-agent" in axes_of(fig)[0].get_title()
+    notes = [t.get_text() for t in by_gid(plots.replay(a, session="s0"), "note", Text)]
+    assert notes == [
+        "The slowest of 2 replays for session s0; choose another with --trace, --session or --request."
+    ]
+
+
 def test_replay_without_marker_annotates_the_last_history_gap(tmp_path: Path) -> None:
     """An unmarked replay's lane shows "no marker: last history → response" with that gap."""
     a = analyze(gap_trace(tmp_path / "t.jsonl", [333.0], marker=False))
@@ -293,7 +309,7 @@ def test_replay_zooms_on_a_short_history_before_a_long_gap(tmp_path: Path) -> No
     overview, zoom = axes_of(fig)
     assert zoom.get_title().startswith("Zoom on the updates")
     assert zoom.get_xlim()[1] < overview.get_xlim()[1] / 4
-    assert [t.get_text() for t in zoom.get_yticklabels()] == ["s0"]
+    assert [t.get_text() for t in zoom.get_yticklabels()] == ["s0\n(4 history)"]
 
 
 # ---------------------------------------------------------------- latency
@@ -404,3 +420,17 @@ def test_cli_plot_writes_the_chosen_chart(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert result.output == f"wrote {out}\n"
     assert out.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_labels_from_traces_are_safe_and_keep_both_ends() -> None:
+    """label() shortens long ids in the middle, escapes `$`, shields a leading `_` and turns
+    unprintable characters into `?`."""
+    from acp_trace.plots._common import label
+
+    long_id = "0198c0de-0000-7000-8000-000000000200"
+    assert label(long_id, 24) == "0198c0de-00…000000000200"
+    assert len(label(long_id, 24)) == 24
+    assert label("$a$") == r"\$a\$"
+    assert label("_x") == " _x"
+    assert label("a\nb\x00") == "a?b?"
+    assert label(None) == "unknown"

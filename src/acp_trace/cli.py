@@ -283,6 +283,7 @@ def plot(
     kind: Annotated[str, typer.Option("--kind", help="gap, replay or latency.")] = "gap",
     session: Annotated[str | None, typer.Option(help="replay: this session's replay.")] = None,
     request: Annotated[str | None, typer.Option(help="replay: the request with this id.")] = None,
+    trace: Annotated[str | None, typer.Option(help="replay: in this trace (path or name).")] = None,
     marker_meta: MarkerMeta = None,
     source_format: From = None,
 ) -> None:
@@ -295,6 +296,7 @@ def plot(
         kind,
         session=session,
         request=request,
+        trace=trace,
         marker_meta=marker_meta,
         fmt=source_format,
         progress=_progress("reading"),

@@ -19,7 +19,7 @@ from acp_trace.errors import UsageError
 from acp_trace.plots._common import DPI, untimed_traces
 from acp_trace.plots.gap import gap_figure, gap_table
 from acp_trace.plots.latency import latency_figure
-from acp_trace.plots.replay import choose_window, replay_figure
+from acp_trace.plots.replay import Pick, choose_window, replay_figure
 
 if TYPE_CHECKING:
     from acp_trace.analysis import Analysis, Paths
@@ -29,6 +29,7 @@ SUFFIXES = (".png", ".svg")
 
 __all__ = [
     "KINDS",
+    "Pick",
     "choose_window",
     "figure",
     "gap",
@@ -48,9 +49,17 @@ def gap(a: Analysis) -> Figure:
     return gap_figure(a.replays, untimed_traces(a.timeline))
 
 
-def replay(a: Analysis, *, session: str | None = None, request: str | None = None) -> Figure:
-    """The timeline of one replay: the slowest unless `session` or `request` (an id) choose."""
-    return replay_figure(a.facts, a.timeline, session=session, request=request)
+def replay(
+    a: Analysis,
+    *,
+    session: str | None = None,
+    request: str | None = None,
+    trace: str | None = None,
+) -> Figure:
+    """The timeline of one replay: the slowest of those that match `session` (resumed or
+    child), `request` (its id) and `trace` (path or file name)."""
+    pick = Pick(session=session, request=request, trace=trace)
+    return replay_figure(a.facts, a.timeline, pick=pick)
 
 
 def latency(a: Analysis) -> Figure:
@@ -59,13 +68,18 @@ def latency(a: Analysis) -> Figure:
 
 
 def figure(
-    a: Analysis, kind: str, *, session: str | None = None, request: str | None = None
+    a: Analysis,
+    kind: str,
+    *,
+    session: str | None = None,
+    request: str | None = None,
+    trace: str | None = None,
 ) -> Figure:
-    """The chart of one kind: gap, replay or latency."""
+    """The chart of one kind: gap, replay (chosen by session, request, trace) or latency."""
     if kind == "gap":
         return gap(a)
     if kind == "replay":
-        return replay(a, session=session, request=request)
+        return replay(a, session=session, request=request, trace=trace)
     if kind == "latency":
         return latency(a)
     raise UsageError(f"--kind {kind}: expected one of {', '.join(KINDS)}")
@@ -89,6 +103,7 @@ def plot(
     *,
     session: str | None = None,
     request: str | None = None,
+    trace: str | None = None,
     marker_meta: str | None = None,
     fmt: str | None = None,
     progress: Callable[[int, int], None] | None = None,
@@ -101,4 +116,4 @@ def plot(
     if Path(output).suffix.lower() not in SUFFIXES:
         raise UsageError(f"{output}: the output must end in .png or .svg")
     a = analyze(paths, marker_meta=marker_meta, fmt=fmt, progress=progress)
-    return save(figure(a, kind, session=session, request=request), output)
+    return save(figure(a, kind, session=session, request=request, trace=trace), output)

@@ -96,8 +96,9 @@ def label(value: object, limit: int = 48) -> str:
     text = "unknown" if value is None else str(value)
     glyphs = _glyphs()
     text = "".join(c if c.isprintable() and ord(c) in glyphs else "?" for c in text)
-    if len(text) > limit:
-        text = text[: limit - 1] + "…"
+    if len(text) > limit:  # keep both ends: ids differ at the start or the end
+        head = (limit - 1) // 2
+        text = text[:head] + "…" + text[len(text) - (limit - 1 - head) :]
     text = text.replace("$", r"\$")
     return " " + text if text.startswith("_") else text
 

@@ -34,6 +34,8 @@ from acp_trace.plots._common import (
 from acp_trace.replays import Facts, Window, outcome
 
 HEADING = "Replay timeline"
+LANE_LABEL = 24  # characters of a session id on the y axis
+NOTHING = ": no replaying session/resume or session/load with timestamps"
 ZOOM_BELOW = 0.25  # add a zoom on the history when it fills less than this of the window
 STYLES: dict[str, dict[str, Any]] = {
     "history": {"marker": "|", "s": 260, "color": "#4C72B0", "label": "history update"},
@@ -45,26 +47,50 @@ STYLES: dict[str, dict[str, Any]] = {
 }
 
 
+@dataclass(frozen=True)
+class Pick:
+    """Which replays may be drawn: by session (the resumed one or a child), by request id (as
+    written in the trace: `3` or `"abc"`, or the string without quotes), by trace (its path or
+    file name). Unset fields match everything."""
+
+    session: str | None = None
+    request: str | None = None
+    trace: str | None = None
+
+    def matches(self, w: Window) -> bool:
+        if self.session is not None and self.session not in w.sessions:
+            return False
+        if self.request is not None and w.request_id not in (self.request, id_key(self.request)):
+            return False
+        return self.trace is None or self.trace in (w.trace, Path(w.trace).name)
+
+    @property
+    def chosen(self) -> bool:
+        return any(v is not None for v in (self.session, self.request, self.trace))
+
+    def describe(self) -> str:
+        parts = [
+            f"{name} {label(value)}"
+            for name, value in (
+                ("trace", self.trace),
+                ("session", self.session),
+                ("request", self.request),
+            )
+            if value is not None
+        ]
+        return " and ".join(parts)
+
+
 def choose_window(
-    facts: Facts,
-    tl: pl.DataFrame,
-    untimed: Sequence[str] = (),
-    session: str | None = None,
-    request: str | None = None,
+    facts: Facts, tl: pl.DataFrame, untimed: Sequence[str] = (), pick: Pick = Pick()
 ) -> tuple[Window | None, int]:
-    """The slowest replaying request (largest response time) among those that match
-    `session` (the resumed session or a child) and `request` (its JSON-RPC id); and the count of
-    candidates. Windows of ordering-only traces are never chosen."""
+    """The slowest replaying request (largest response time) among those `pick` matches, and
+    the count of candidates. Windows of ordering-only traces are never chosen."""
     t_ms = tl["t_ms"]
-    ids = {request, id_key(request)} if request is not None else set()
     best: tuple[float, Window] | None = None
     count = 0
     for w in facts.windows:
-        if not w.replaying or w.trace in untimed or t_ms[w.req_row] is None:
-            continue
-        if session is not None and session not in w.sessions:
-            continue
-        if request is not None and w.request_id not in ids:
+        if not w.replaying or w.trace in untimed or t_ms[w.req_row] is None or not pick.matches(w):
             continue
         count += 1
         end = t_ms[w.end_row] if w.end_row is not None else None
@@ -133,16 +159,15 @@ class _View:
 def replay_figure(
     facts: Facts,
     tl: pl.DataFrame,
-    *,
-    session: str | None = None,
-    request: str | None = None,
+    pick: Pick = Pick(),
 ) -> Figure:
-    """The timeline of one replay (the slowest one unless `session`/`request` choose)."""
+    """The timeline of one replay: the slowest of those `pick` matches."""
     untimed = untimed_traces(tl)
     notes = untimed_note(untimed)
-    w, candidates = choose_window(facts, tl, untimed, session, request)
+    w, candidates = choose_window(facts, tl, untimed, pick)
     if w is None:
-        return empty_figure(HEADING, f"No replay to show{_wanted(session, request)}.", notes)
+        wanted = f" for {pick.describe()}" if pick.chosen else NOTHING
+        return empty_figure(HEADING, f"No replay to show{wanted}.", notes)
     view = _View(tl, w, _lanes(w), window_events(tl, w), None)
     view.end = view.at(w.end_row)
     zoom = view.zoom()
@@ -154,23 +179,14 @@ def replay_figure(
     axes[0].legend(
         loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=TEXT_SIZE, borderaxespad=0
     )
-    if candidates > 1 and session is None and request is None:
+    if candidates > 1:
+        among = f" for {pick.describe()}" if pick.chosen else ""
         notes.append(
-            f"The slowest of {candidates} replays; choose another with --session or --request."
+            f"The slowest of {candidates} replays{among}; "
+            "choose another with --trace, --session or --request."
         )
     add_note(fig, notes)
     return fig
-
-
-def _wanted(session: str | None, request: str | None) -> str:
-    parts = [
-        f"session {label(session)}" if session else "",
-        f"request {label(request)}" if request else "",
-    ]
-    chosen = " and ".join(p for p in parts if p)
-    if chosen:
-        return f" for {chosen}"
-    return ": no replaying session/resume or session/load with timestamps"
 
 
 def _lanes(w: Window) -> dict[str, int]:
@@ -205,8 +221,11 @@ def _draw(ax: Axes, view: _View, zoom_to: float | None) -> None:
 
 
 def _lane_name(w: Window, name: str) -> str:
-    parent = w.sessions[name].parent
-    return label(name) if parent is None else f"{label(name)}\n(child of {label(parent)})"
+    stats = w.sessions[name]
+    about = f"{stats.history_updates} history"
+    if stats.parent is not None:
+        about += f", child of {label(stats.parent, LANE_LABEL)}"
+    return f"{label(name, LANE_LABEL)}\n({about})"
 
 
 def _subtitle(view: _View) -> str:
@@ -214,8 +233,8 @@ def _subtitle(view: _View) -> str:
     stats = w.sessions[w.session]
     agent = agent_label(view.tl["agent"][w.req_row], view.tl["agent_version"][w.req_row])
     return (
-        f"{agent} · outcome {outcome(w, stats)} · {stats.history_updates} history updates · "
-        f"trace {label(Path(w.trace).name)}"
+        f"{agent} · outcome {outcome(w, stats)} · {stats.history_updates} history updates\n"
+        f"trace {label(Path(w.trace).name, 80)}"
     )
 
 
