@@ -28,6 +28,7 @@ sys.path.insert(0, str(HERE.parent / "tests" / "peers"))
 import peerlib  # noqa: E402
 
 import acp_trace  # noqa: E402
+from acp_trace.demo import acp_trace_command as acp  # noqa: E402
 from acp_trace.demo_agent import FAULTS  # noqa: E402
 
 WORK = Path("/tmp/acp-trace-samples")
@@ -136,10 +137,6 @@ def fault_samples() -> list[Sample]:
         )
         for fault, text in FAULTS.items()
     ]
-
-
-def acp(*args: str) -> list[str]:
-    return [sys.executable, "-m", "acp_trace", *args]
 
 
 def shown(argv: list[str]) -> str:
