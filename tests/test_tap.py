@@ -30,6 +30,13 @@ AGENT = [sys.executable, str(SCRIPTS / "agent.py")]
 CLIENT = [sys.executable, str(SCRIPTS / "client.py")]
 RECORD = [sys.executable, "-m", "acp_trace", "record"]
 SECRET = "sk-live-0123456789"
+LIMIT_FILE_SIZE = [
+    sys.executable,
+    "-c",
+    "import os, resource, sys; n = int(sys.argv[1]);"
+    " resource.setrlimit(resource.RLIMIT_FSIZE, (n, resource.RLIM_INFINITY));"
+    " os.execv(sys.argv[2], sys.argv[2:])",
+]
 
 
 @cache
@@ -76,6 +83,7 @@ def run_tap(
     client_args: tuple[str, ...] = (),
     trace: Path | None = None,
     env: dict[str, str] | None = None,
+    file_size_limit: int | None = None,
 ) -> Run:
     """Run client -> `acp-trace record` -> agent; parse and schema-check the trace."""
     files = {name: work / name for name in ("c.in", "c.out", "a.in", "a.out", "a.err")}
@@ -86,6 +94,8 @@ def run_tap(
     agent = [*AGENT, "--send", str(files["a.in"]), "--received", str(files["a.out"])]
     agent += ["--stderr", str(files["a.err"]), *agent_args]
     recorder = [*RECORD, "-o", str(trace), *record_args, "--", *agent]
+    if file_size_limit is not None:
+        recorder = [*LIMIT_FILE_SIZE, str(file_size_limit), *recorder]
     client = [*CLIENT, "--send", str(files["c.in"]), "--received", str(files["c.out"])]
     done = subprocess.run(
         [*client, *client_args, "--", *recorder], capture_output=True, timeout=300, env=env
@@ -94,12 +104,14 @@ def run_tap(
     received = files["a.out"].read_bytes() if files["a.out"].exists() else b""
     stderr = done.stderr.decode(errors="replace")
     run = Run(done.returncode, stderr, lines, received, files["c.out"].read_bytes(), done.stderr)
-    check_trace(run)
+    check_trace(run, cut_ok=file_size_limit is not None)
     return run
 
 
-def check_trace(run: Run) -> None:
+def check_trace(run: Run, *, cut_ok: bool = False) -> None:
     """Every line is valid JSON and valid v1; seq counts 1, 2, 3...; t_ns follows seq."""
+    if cut_ok and run.lines and not run.lines[-1].endswith(b"\n"):
+        run.lines.pop()
     for number, line in enumerate(run.lines, 1):
         assert line.endswith(b"\n"), f"line {number} is cut"
         value = json.loads(line)
@@ -333,6 +345,18 @@ def test_a_full_disk_never_stops_forwarding(tmp_path: Path) -> None:
     assert stat.S_ISCHR(full.stat().st_mode) and full.stat().st_mode & 0o666 == 0o666
 
 
+def test_a_disk_filling_up_mid_session_keeps_what_was_written(tmp_path: Path) -> None:
+    """When the trace hits a file size limit, forwarding goes on and complete lines stay valid."""
+    data = b'{"jsonrpc":"2.0","method":"x","params":{"n":12345}}\n' * 2000
+    run = run_tap(tmp_path, client_sends=data, agent_sends=data, file_size_limit=8192)
+    assert run.code == 0
+    assert sha(run.agent_received) == sha(data) and sha(run.client_received) == sha(data)
+    assert run.stderr.count("acp-trace: cannot write the trace") == 1
+    assert "File too large" in run.stderr
+    assert (tmp_path / "trace.jsonl").stat().st_size <= 8192
+    assert len(run.records) > 10
+
+
 def test_redaction_changes_the_record_not_the_traffic(tmp_path: Path) -> None:
     """Secrets in session/new and authenticate are forwarded as sent but recorded as <redacted>."""
     stdio = {"name": "gh", "command": "gh-mcp", "args": [], "env": [{"name": "T", "value": SECRET}]}
@@ -411,6 +435,14 @@ def test_dir_names_the_trace_by_time_and_agent(tmp_path: Path) -> None:
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     assert stat.S_IMODE((tmp_path / "a").stat().st_mode) == 0o700
     assert stat.S_IMODE(trace.stat().st_mode) == 0o600
+
+
+def test_dir_expands_the_tilde(tmp_path: Path) -> None:
+    """`--dir ~/traces` means the home directory's traces (editors pass arguments unexpanded)."""
+    env = dict(os.environ, HOME=str(tmp_path))
+    done = record_into_dir(tmp_path, ["--dir", "~/traces"], env)
+    assert done.returncode == 0, done.stderr
+    assert [NAME.fullmatch(p.name) is not None for p in (tmp_path / "traces").iterdir()] == [True]
 
 
 @pytest.mark.parametrize("variable", ["ACP_TRACE_DIR", "XDG_STATE_HOME"])

@@ -109,7 +109,7 @@ def create_trace(
     _make_private_dirs(folder)
     name = trace_file_name(options.command, when)
     for attempt in range(1, 100):
-        path = folder / (name if attempt == 1 else name.replace(".jsonl", f"-{attempt}.jsonl"))
+        path = folder / (name if attempt == 1 else f"{name.removesuffix('.jsonl')}-{attempt}.jsonl")
         with suppress(FileExistsError):
             return path, _open_trace(path, os.O_EXCL), True
     raise RecordError(f"{folder}: cannot find a free name for {name}")
@@ -132,10 +132,9 @@ def _make_private_dirs(folder: Path) -> None:
     missing = [p for p in (folder, *folder.parents) if not p.exists()]
     try:
         for path in reversed(missing):
-            path.mkdir(mode=0o700)
-            os.chmod(path, 0o700)
-    except FileExistsError:
-        pass
+            with suppress(FileExistsError):
+                path.mkdir(mode=0o700)
+                os.chmod(path, 0o700)  # whatever the umask
     except OSError as exc:
         raise RecordError(f"{folder}: cannot create the directory ({exc.strerror})") from exc
 
@@ -466,7 +465,6 @@ class _Tap:
     """One recording: the agent, the threads, and the end of the session."""
 
     options: RecordOptions
-    path: Path
     writer: TraceWriter
     stamper: Stamper
     proc: subprocess.Popen[bytes] | None = None
@@ -567,10 +565,12 @@ class _Tap:
 
     @contextmanager
     def _forwarding_signals(self) -> Iterator[None]:
+        """Forward SIGINT, SIGTERM, SIGHUP; ignore SIGXFSZ (a file size limit fails a write)."""
         if threading.current_thread() is not threading.main_thread():
             yield
             return
         previous = {s: signal.signal(s, lambda n, _f: self._signal(n)) for s in FORWARDED_SIGNALS}
+        previous[signal.SIGXFSZ] = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         try:
             yield
         finally:
@@ -605,7 +605,7 @@ def record(
     stamper = Stamper(queue)
     encode = partial(encode_item, redact=options.redact, max_bytes=options.max_record_bytes)
     writer = TraceWriter(fd, path, queue, encode, stamper, warn)
-    tap = _Tap(options, path, writer, stamper)
+    tap = _Tap(options, writer, stamper)
     try:
         code = tap.run(stdin_fd, stdout_fd, stderr_fd)
     except RecordError:

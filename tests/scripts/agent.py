@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import resource
 import signal
 import sys
 import threading
@@ -47,6 +48,8 @@ def main() -> None:
     for name in ("--ready", "--ignore-eof", "--ignore-term"):
         parser.add_argument(name, action="store_true")
     args = parser.parse_args()
+    _soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (hard, hard))  # tests may limit the recorder's
     if args.ignore_term:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if args.ready:
