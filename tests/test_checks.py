@@ -520,7 +520,7 @@ CASES: list[tuple[Callable[[], TraceBuilder], dict[str, str]]] = [
     (marker_duplicate, {"marker-duplicate": "error"}),
     (marker_unexpected_on_new, {"marker-unexpected": "error"}),
     (marker_unexpected_without_cursor, {"marker-unexpected": "error"}),
-    (marker_after_complete_resume_without_cursor, {"marker-unexpected": "error"}),
+    (marker_after_complete_resume_without_cursor, {"marker-late": "error"}),
     (marker_with_rejection, {"marker-with-rejection": "error"}),
     (rejection_without_marker, {}),
     (live_before_marker, {"live-before-marker": "error"}),

@@ -279,8 +279,8 @@ class _Pass:
             self._fact(r["row"], session, "duplicate", covering[0].index)
             return
         earlier = [w for w in self.closed if w.replaying and session in w.sessions]
-        if earlier and earlier[-1].sessions[session].marker_row is None:
-            # The last replaying resume that covered the session was answered without it.
+        if earlier:
+            # After the response of a replaying resume that covered the session (rules.md).
             self._fact(r["row"], session, "late", earlier[-1].index)
             return
         self.deferred.append((r["row"], session, [w.index for w in self.open if w.replaying]))
