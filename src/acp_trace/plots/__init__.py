@@ -19,7 +19,8 @@ from acp_trace.errors import UsageError
 from acp_trace.plots._common import DPI, untimed_traces
 from acp_trace.plots.gap import gap_figure, gap_table
 from acp_trace.plots.latency import latency_figure
-from acp_trace.plots.replay import Pick, choose_window, replay_figure
+from acp_trace.plots.replay import replay_figure
+from acp_trace.plots.replay_window import Pick, choose_window
 
 if TYPE_CHECKING:
     from acp_trace.analysis import Analysis, Paths

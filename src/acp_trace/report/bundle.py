@@ -192,41 +192,25 @@ def _gap_summary(a: Analysis) -> list[Block]:
     return [Paragraph(text), _table(summary, {**columns, **stats})]
 
 
+SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+GROUPED_COLUMNS = {
+    "severity": "severity",
+    "rule": "rule",
+    "count": "count",
+    "trace": "first in trace",
+    "session": "session",
+    "seq": "seq",
+}
+
+
 def _findings(a: Analysis) -> list[Block]:
     findings = a.findings()
-    blocks: list[Block] = [Heading(2, "Findings")]
-    counts = {
-        s: findings.filter(pl.col("severity") == s).height for s in ("error", "warning", "info")
-    }
-    blocks.append(
-        Paragraph(", ".join(f"{n} {s}" for s, n in counts.items()) + " (acp-trace check).")
-    )
+    counts = {s: findings.filter(pl.col("severity") == s).height for s in SEVERITY_ORDER}
+    text = ", ".join(f"{n} {s}" for s, n in counts.items()) + " (acp-trace check)."
+    blocks: list[Block] = [Heading(2, "Findings"), Paragraph(text)]
     if not findings.height:
         return blocks
-    order = {"error": 0, "warning": 1, "info": 2}
-    grouped = (
-        findings.group_by(["severity", "rule"], maintain_order=True)
-        .agg(
-            pl.len().alias("count"),
-            pl.col("trace").first(),
-            pl.col("session").first(),
-            pl.col("seq").first(),
-        )
-        .sort(pl.col("severity").replace_strict(order, return_dtype=pl.Int64), "rule")
-    )
-    blocks.append(
-        _table(
-            grouped,
-            {
-                "severity": "severity",
-                "rule": "rule",
-                "count": "count",
-                "trace": "first in trace",
-                "session": "session",
-                "seq": "seq",
-            },
-        )
-    )
+    blocks.append(_table(grouped_findings(findings), GROUPED_COLUMNS))
     shown = findings.head(MAX_FINDING_ROWS)
     columns = {c: c for c in ("severity", "rule", "trace", "session", "seq", "message")}
     blocks += [Heading(3, "All findings"), _table(shown, columns)]
@@ -234,6 +218,21 @@ def _findings(a: Analysis) -> list[Block]:
         more = findings.height - shown.height
         blocks.append(Paragraph(f"{more} more finding(s): see acp-trace check."))
     return blocks
+
+
+def grouped_findings(findings: pl.DataFrame) -> pl.DataFrame:
+    """Per severity and rule: the count and where the first one is, errors first."""
+    severity = pl.col("severity").replace_strict(SEVERITY_ORDER, return_dtype=pl.Int64)
+    return (
+        findings.group_by(["severity", "rule"], maintain_order=True)
+        .agg(
+            pl.len().alias("count"),
+            pl.col("trace").first(),
+            pl.col("session").first(),
+            pl.col("seq").first(),
+        )
+        .sort(severity, "rule")
+    )
 
 
 def _latency(a: Analysis) -> list[Block]:
