@@ -142,3 +142,11 @@ def test_errors_exit_2_with_a_message(
     err = capsys.readouterr().err
     assert exit_info.value.code == 2
     assert needle in err and "Traceback" not in err
+
+
+def test_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--version prints the name and version and exits 0."""
+    code, out = run(["--version"], tmp_path, monkeypatch, capsys)
+    assert code == 0 and out.startswith("acp-trace ")

@@ -612,3 +612,18 @@ def test_cli_import_with_from(tmp_path: Path) -> None:
     done = _cli(DATA / "bare-array.json", "--from", "inspector", "-o", tmp_path / "y.jsonl")
     assert done.returncode == 2 and "expected an ACP Inspector export" in done.stderr
     assert os.path.exists(out)
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in DATA.iterdir()))
+def test_converted_traces_follow_the_schema(name: str) -> None:
+    """Every line an importer writes is valid against the shipped trace-format JSON Schema."""
+    from importlib.resources import files
+
+    import jsonschema
+
+    schema = json.loads(files("acp_trace").joinpath("trace-format.schema.json").read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    for lines in _convert(DATA / name).values():
+        for line in lines:
+            errors = list(validator.iter_errors(line))
+            assert not errors, f"{line}: {errors[0].message}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -117,3 +118,11 @@ def test_out_of_range_numbers_are_malformed(tmp_path: Path) -> None:
     analysis = acp_trace.analyze(path)
     assert analysis.traces()["malformed"].to_list() == [2]
     assert set(analysis.findings()["rule"]) == {"orphan-response", "unanswered-request"}
+
+
+@pytest.mark.parametrize("line", [b"NaN", b"Infinity", b'{"x": -Infinity}'])
+def test_non_standard_constants_are_text(line: bytes) -> None:
+    """NaN and Infinity are not JSON: such a line is recorded as text, so the trace stays JSON."""
+    from acp_trace.trace_io import encode_payload
+
+    assert encode_payload(line).startswith(b'"text":')

@@ -25,7 +25,7 @@ _DEBUG = {"on": False}
 Traces = Annotated[list[str], typer.Argument(help="Trace files, directories or globs.")]
 
 
-@app.callback()
+@app.callback(invoke_without_command=True)
 def _root(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
     version: Annotated[bool, typer.Option("--version", help="Print the version.")] = False,
@@ -52,13 +52,13 @@ def _progress(label: str):  # type: ignore[no-untyped-def]
 
 
 @app.command()
-def summary(traces: Traces) -> None:
+def summary(traces: Traces, source_format: From = None) -> None:
     """Per trace: agent, protocol, sessions, message counts, duration, stderr and malformed lines."""
     from acp_trace.report import format_summary
     from acp_trace.timeline import summarize
     from acp_trace.trace_io import read_trace
 
-    records = read_trace(traces, progress=_progress("reading"))
+    records = read_trace(traces, fmt=source_format, progress=_progress("reading"))
     typer.echo(format_summary(summarize(records)), nl=False)
 
 

@@ -86,7 +86,12 @@ def loads(data: bytes | str) -> Any:
     except orjson.JSONDecodeError:
         if isinstance(data, bytes):
             data = data.decode("utf-8")  # raises UnicodeDecodeError (a ValueError) on bad bytes
-        return json.loads(data)
+        return json.loads(data, parse_constant=_reject_constant)
+
+
+def _reject_constant(name: str) -> Any:
+    """NaN and Infinity are not JSON: the stdlib accepts them, acp-trace does not."""
+    raise ValueError(f"{name} is not JSON")
 
 
 def is_message(value: Any) -> bool:
