@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from acp_trace import redact, tap
+from acp_trace import redact, trace_writer
 
 SECRET = "hunter2-secret"
 
@@ -119,7 +119,7 @@ def test_lines_without_secrets_are_not_rewritten() -> None:
 def test_recorded_payload_is_valid_json_with_the_paths() -> None:
     """The tap's payload for a redacted line is valid JSON carrying `redacted` and the new `msg`."""
     line = json.dumps(request("session/new", servers(env=ENV)), indent=None).encode() + b"\r"
-    payload = tap.line_payload(line, "client", redact=True, max_bytes=None)
+    payload = trace_writer.line_payload(line, "client", redact=True, max_bytes=None)
     record = json.loads(b"{" + payload + b"}")
     assert record["redacted"][0] == "$.params.mcpServers[0].env[0].value"
     assert record["msg"]["params"]["mcpServers"][0]["env"][1]["value"] == "<redacted>"
@@ -134,7 +134,7 @@ def test_a_cut_record_never_shows_a_secret() -> None:
     found = redact.redact_line(line)
     assert found is not None
     limit = len(found[0]) - 5
-    payload = tap.line_payload(line, "client", redact=True, max_bytes=limit)
+    payload = trace_writer.line_payload(line, "client", redact=True, max_bytes=limit)
     record = json.loads(b"{" + payload + b"}")
     assert record["text"] == found[0][:limit].decode()
     assert SECRET not in record["text"] and record["text"].count("<redacted>") == 4
@@ -145,7 +145,7 @@ def test_a_cut_record_never_shows_a_secret() -> None:
 def test_no_redaction_keeps_the_original_bytes() -> None:
     """Without redaction the payload splices the original JSON bytes."""
     line = json.dumps(request("authenticate", {"methodId": "k", "key": SECRET})).encode()
-    assert tap.line_payload(line, "client", redact=False, max_bytes=None) == b'"msg":' + line
+    assert trace_writer.line_payload(line, "client", redact=False, max_bytes=None) == b'"msg":' + line
 
 
 def test_huge_integers_survive_redaction() -> None:

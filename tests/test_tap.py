@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from acp_trace import tap
+from acp_trace import tap, trace_file, trace_writer
 
 SCRIPTS = Path(__file__).parent / "scripts"
 AGENT = [sys.executable, str(SCRIPTS / "agent.py")]
@@ -485,8 +485,8 @@ def test_split_lines_keeps_the_unfinished_line() -> None:
 
 def test_a_full_queue_drops_records_and_says_how_many() -> None:
     """Records that do not fit are dropped without a seq; a dropped event precedes the next one."""
-    queue = tap.ByteQueue(limit=400)
-    stamper = tap.Stamper(queue)
+    queue = trace_writer.ByteQueue(limit=400)
+    stamper = trace_writer.Stamper(queue)
     stamper.lines("agent", [b"a" * 100, b"b" * 100, b"c" * 100, b"d" * 100])
     batch = queue.take(1 << 20)
     assert batch is not None
@@ -506,12 +506,14 @@ def test_a_full_queue_drops_records_and_says_how_many() -> None:
 
 def test_writer_reports_a_write_error_once_and_counts_what_is_lost(tmp_path: Path) -> None:
     """On a failing trace file the writer warns once and counts the records it could not write."""
-    queue = tap.ByteQueue(1 << 20)
-    stamper = tap.Stamper(queue)
+    queue = trace_writer.ByteQueue(1 << 20)
+    stamper = trace_writer.Stamper(queue)
     warnings: list[str] = []
     fd = os.open("/dev/full", os.O_WRONLY)
-    encode = lambda item: tap.encode_item(item, redact=True, max_bytes=None)  # noqa: E731
-    writer = tap.TraceWriter(fd, Path("/dev/full"), queue, encode, stamper, warnings.append)
+    encode = lambda item: trace_writer.encode_item(item, redact=True, max_bytes=None)  # noqa: E731
+    writer = trace_writer.TraceWriter(
+        fd, Path("/dev/full"), queue, encode, stamper, warnings.append
+    )
     writer.start(b'{"acp_trace":1,"kind":"header"}\n')
     stamper.lines("client", [b"one", b"two"])
     writer.close()
@@ -530,5 +532,10 @@ def test_trace_file_name_uses_utc_milliseconds_and_the_agent_name() -> None:
     from datetime import UTC, datetime
 
     when = datetime(2026, 11, 30, 10, 11, 6, 123456, tzinfo=UTC)
-    assert tap.trace_file_name(["npx", "codex-acp"], when) == "20261130T101106.123Z-codex-acp.jsonl"
-    assert tap.trace_file_name(["/bin/my agent"], when) == "20261130T101106.123Z-my_agent.jsonl"
+    assert (
+        trace_file.trace_file_name(["npx", "codex-acp"], when)
+        == "20261130T101106.123Z-codex-acp.jsonl"
+    )
+    assert (
+        trace_file.trace_file_name(["/bin/my agent"], when) == "20261130T101106.123Z-my_agent.jsonl"
+    )

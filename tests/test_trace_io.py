@@ -10,7 +10,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acp_trace import tap
+from acp_trace import trace_writer
 from acp_trace.jsonrpc import is_message
 from acp_trace.trace_io import encode_header, read_trace
 
@@ -38,11 +38,11 @@ lines = st.one_of(
 ).map(lambda line: line.replace(b"\n", b""))
 
 
-def write_trace(path: Path, items: list[tap.Item]) -> None:
+def write_trace(path: Path, items: list[trace_writer.Item]) -> None:
     """Write a trace through the recorder's own encoder (redaction on, no record limit)."""
     head = {"started_at": "2026-11-30T10:11:06.123456Z", "command": ["agent"], "cwd": "/", "pid": 1}
     data = encode_header({**head, "recorder": "acp-trace test"})
-    data += b"".join(tap.encode_item(item, redact=True, max_bytes=None) for item in items)
+    data += b"".join(trace_writer.encode_item(item, redact=True, max_bytes=None) for item in items)
     for line in data.splitlines():
         json.loads(line, parse_constant=reject)  # every line is standard JSON
     path.write_bytes(data)
@@ -65,7 +65,7 @@ def is_batch(line: bytes) -> bool:
 def test_written_lines_read_back_as_the_same_payloads(recorded: list[tuple[str, bytes]]) -> None:
     """Random lines encoded by the writer read back: msg is the stripped JSON, text/b64 exact."""
     recorded = [(src, line) for src, line in recorded if not is_batch(line)]
-    items = [tap.Item(n, n * 10, src, line) for n, (src, line) in enumerate(recorded, 1)]
+    items = [trace_writer.Item(n, n * 10, src, line) for n, (src, line) in enumerate(recorded, 1)]
     with tempfile.TemporaryDirectory() as work:
         path = Path(work) / "t.jsonl"
         write_trace(path, items)
@@ -87,10 +87,10 @@ def test_tap_events_and_flags_read_back(tmp_path: Path) -> None:
     """Tap events become event rows; eol, redacted and truncated records stay readable."""
     secret = b'{"jsonrpc":"2.0","id":1,"method":"authenticate","params":{"methodId":"k","key":"s"}}'
     items = [
-        tap.Item(1, 5, "client", secret),
-        tap.Item(2, 6, "agent", b"partial", eol=False),
-        tap.Item(3, 7, "tap", event={"event": "dropped", "count": 3}),
-        tap.Item(4, 8, "tap", event={"event": "exit", "code": None, "signal": 15}),
+        trace_writer.Item(1, 5, "client", secret),
+        trace_writer.Item(2, 6, "agent", b"partial", eol=False),
+        trace_writer.Item(3, 7, "tap", event={"event": "dropped", "count": 3}),
+        trace_writer.Item(4, 8, "tap", event={"event": "exit", "code": None, "signal": 15}),
     ]
     path = tmp_path / "t.jsonl"
     write_trace(path, items)

@@ -5,23 +5,19 @@ its stderr to ours, chunk by chunk as `os.read` returns (no line buffering, no l
 re-encoding). Each chunk that completes lines is stamped first (seq and t_ns under one lock),
 then forwarded. Stamped lines go to a queue bounded by bytes; a writer thread encodes them
 (redaction included) and writes the trace, so a slow or full disk never delays the traffic.
+The write path is in trace_writer.py, the trace file's name and creation in trace_file.py.
 The main thread runs the agent in its own session, forwards SIGINT/SIGTERM/SIGHUP to its
 process group and ends it when it outlives the client. docs/trace-format.md has the format.
 """
 
 from __future__ import annotations
 
-import base64
-import json
 import os
-import re
 import signal
-import stat
 import subprocess
 import threading
 import time
-from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -29,26 +25,19 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from acp_trace import __version__
 from acp_trace.errors import RecordError
-from acp_trace.redact import NO_POLICY, POLICY, redact_line
+from acp_trace.redact import NO_POLICY, POLICY
+from acp_trace.trace_file import create_trace
 from acp_trace.trace_io import (
-    encode_event,
     encode_header,
-    encode_payload,
-    encode_record,
-    utc_now_rfc3339,
 )
+from acp_trace.trace_writer import ByteQueue, Stamper, TraceWriter, encode_item
 
 DEFAULT_GRACE = 3.0
 DEFAULT_QUEUE_BYTES = 256 << 20
 READ_SIZE = 64 << 10
-BATCH_BYTES = 4 << 20
-RECORD_OVERHEAD = 64
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-TRACE_DIR_ENV = "ACP_TRACE_DIR"
 
 
 @dataclass(frozen=True)
@@ -73,323 +62,6 @@ class RecordResult:
     records: int
     dropped: int
     write_error: str | None
-
-
-# ---------------------------------------------------------------- the trace file
-
-
-def default_trace_dir(env: Mapping[str, str]) -> Path:
-    """`$XDG_STATE_HOME/acp-trace/traces`, else `~/.local/state/acp-trace/traces`."""
-    state = env.get("XDG_STATE_HOME") or "~/.local/state"
-    return Path(state).expanduser() / "acp-trace" / "traces"
-
-
-def trace_file_name(command: list[str], when: datetime) -> str:
-    """A UTC timestamp plus the agent's name: `20261130T101106.123Z-codex-acp.jsonl`."""
-    from acp_trace.timeline import agent_name_from_command
-
-    stamp = when.astimezone(UTC).strftime("%Y%m%dT%H%M%S.%f")[:-3] + "Z"
-    name = re.sub(r"[^A-Za-z0-9._-]+", "_", agent_name_from_command(command)).strip("._")
-    return f"{stamp}-{name or 'agent'}.jsonl"
-
-
-def create_trace(
-    options: RecordOptions, env: Mapping[str, str], when: datetime
-) -> tuple[Path, int, bool]:
-    """Open the trace for writing (mode 0600): its path, fd, and whether it was created.
-
-    An existing `-o` file is emptied only when the writer starts, after the agent started.
-    """
-    if options.output is not None:
-        path = options.output.expanduser()
-        existed = path.exists()
-        return path, _open_trace(path, 0), not existed
-    folder = options.directory or Path(env.get(TRACE_DIR_ENV) or default_trace_dir(env))
-    folder = folder.expanduser()
-    _make_private_dirs(folder)
-    name = trace_file_name(options.command, when)
-    for attempt in range(1, 100):
-        path = folder / (name if attempt == 1 else f"{name.removesuffix('.jsonl')}-{attempt}.jsonl")
-        with suppress(FileExistsError):
-            return path, _open_trace(path, os.O_EXCL), True
-    raise RecordError(f"{folder}: cannot find a free name for {name}")
-
-
-def _open_trace(path: Path, flag: int) -> int:
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | flag, 0o600)
-    except FileExistsError:
-        raise
-    except OSError as exc:
-        raise RecordError(f"{path}: cannot create the trace ({exc.strerror or exc})") from exc
-    if stat.S_ISREG(os.fstat(fd).st_mode):  # never chmod a device such as /dev/full
-        os.fchmod(fd, 0o600)
-    return fd
-
-
-def _make_private_dirs(folder: Path) -> None:
-    """Create the missing directories of `folder` with mode 0700 (existing ones are kept)."""
-    missing = [p for p in (folder, *folder.parents) if not p.exists()]
-    try:
-        for path in reversed(missing):
-            with suppress(FileExistsError):
-                path.mkdir(mode=0o700)
-                os.chmod(path, 0o700)  # whatever the umask
-    except OSError as exc:
-        raise RecordError(f"{folder}: cannot create the directory ({exc.strerror})") from exc
-
-
-# ---------------------------------------------------------------- stamping and the queue
-
-
-@dataclass
-class Item:
-    """One stamped line (`data`) or tap event (`event`) on its way to the writer."""
-
-    seq: int
-    t_ns: int
-    src: str
-    data: bytes = b""
-    event: dict[str, Any] | None = None
-    eol: bool = True
-
-
-class ByteQueue:
-    """A FIFO bounded by the bytes it holds; the writer takes batches from it."""
-
-    def __init__(self, limit: int) -> None:
-        self._items: deque[tuple[Item, int]] = deque()
-        self._size = 0
-        self._limit = limit
-        self._cond = threading.Condition()
-        self._closed = False
-
-    def fits(self, size: int) -> bool:
-        """True when `size` more bytes stay within the bound (an empty queue takes anything)."""
-        with self._cond:
-            return not self._items or self._size + size <= self._limit
-
-    def put(self, item: Item, size: int) -> None:
-        with self._cond:
-            if not self._closed:
-                self._items.append((item, size))
-                self._size += size
-                self._cond.notify()
-
-    def take(self, max_bytes: int) -> list[Item] | None:
-        """The next batch (at least one item); None once closed and empty."""
-        with self._cond:
-            self._cond.wait_for(lambda: self._items or self._closed)
-            batch: list[Item] = []
-            taken = 0
-            while self._items and (not batch or taken < max_bytes):
-                item, size = self._items.popleft()
-                batch.append(item)
-                taken += size
-            self._size -= taken
-            return batch or None
-
-    def close(self) -> None:
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
-
-
-class Stamper:
-    """Assigns seq and t_ns together under one lock, so seq order is t_ns order."""
-
-    def __init__(self, queue: ByteQueue) -> None:
-        self._lock = threading.Lock()
-        self._queue = queue
-        self._t0 = time.monotonic_ns()
-        self.seq = 0
-        self.pending_drops = 0
-        self.dropped = 0
-
-    def start(self) -> str:
-        """Start the clock; the wall-clock time of t_ns 0 for the header."""
-        with self._lock:
-            self._t0 = time.monotonic_ns()
-            return utc_now_rfc3339()
-
-    def lines(self, src: str, lines: list[bytes], *, eol: bool = True) -> None:
-        """Stamp lines completed by one read; a full queue drops them (counted)."""
-        with self._lock:
-            t_ns = time.monotonic_ns() - self._t0
-            last = len(lines) - 1
-            for index, line in enumerate(lines):
-                size = len(line) + RECORD_OVERHEAD
-                if not self._queue.fits(size):
-                    self.pending_drops += 1
-                    self.dropped += 1
-                    continue
-                self._flush_drops(t_ns)
-                self._put(Item(0, t_ns, src, line, eol=eol or index < last), size)
-
-    def event(self, name: str, **fields: Any) -> None:
-        """Stamp a tap event (never dropped)."""
-        with self._lock:
-            t_ns = time.monotonic_ns() - self._t0
-            self._flush_drops(t_ns)
-            self._put(Item(0, t_ns, "tap", event={"event": name, **fields}), RECORD_OVERHEAD)
-
-    def stamp(self) -> tuple[int, int]:
-        """A fresh seq and t_ns for a line the writer adds itself."""
-        with self._lock:
-            self.seq += 1
-            return self.seq, time.monotonic_ns() - self._t0
-
-    def _flush_drops(self, t_ns: int) -> None:
-        if self.pending_drops:
-            event = {"event": "dropped", "count": self.pending_drops}
-            self.pending_drops = 0
-            self._put(Item(0, t_ns, "tap", event=event), RECORD_OVERHEAD)
-
-    def _put(self, item: Item, size: int) -> None:
-        self.seq += 1
-        item.seq = self.seq
-        self._queue.put(item, size)
-
-
-# ---------------------------------------------------------------- encoding and writing
-
-
-def line_payload(line: bytes, src: str, *, redact: bool, max_bytes: int | None) -> bytes:
-    """The payload of a recorded line: redacted when it holds secrets, stderr always text."""
-    if src == "stderr":
-        return _text_payload(line, max_bytes)
-    found = redact_line(line) if redact else None
-    if found is None:
-        payload = encode_payload(line, max_bytes)
-        if payload.startswith(b'"msg":') and not _strict_json(payload[6:]):
-            return _text_payload(line, max_bytes)  # NaN, Infinity: not JSON, so text
-        return payload
-    body, paths = found
-    payload = encode_payload(body, max_bytes)
-    if max_bytes is not None and len(body) > max_bytes:  # count the original bytes
-        payload = payload.rsplit(b',"bytes":', 1)[0] + b',"bytes":%d' % len(line)
-    return b'"redacted":' + orjson.dumps(paths) + b"," + payload
-
-
-def _strict_json(text: bytes) -> bool:
-    """False for the non-standard constants Python's json accepts (NaN, Infinity)."""
-    if b"NaN" not in text and b"Infinity" not in text:
-        return True
-    try:
-        json.loads(text, parse_constant=_reject_constant)
-    except ValueError:
-        return False
-    return True
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _text_payload(line: bytes, max_bytes: int | None) -> bytes:
-    if max_bytes is not None and len(line) > max_bytes:
-        return encode_payload(line, max_bytes)  # a cut line is always text or b64
-    try:
-        return b'"text":' + orjson.dumps(line.decode("utf-8"))
-    except UnicodeDecodeError:
-        return b'"b64":"' + base64.b64encode(line) + b'"'
-
-
-def encode_item(item: Item, *, redact: bool, max_bytes: int | None) -> bytes:
-    """The trace line (with newline) for one queued item."""
-    if item.event is not None:
-        return encode_record(item.seq, item.t_ns, "tap", encode_event(**item.event))
-    payload = line_payload(item.data, item.src, redact=redact, max_bytes=max_bytes)
-    if not item.eol:
-        payload = b'"eol":false,' + payload
-    return encode_record(item.seq, item.t_ns, item.src, payload)
-
-
-class TraceWriter:
-    """The writer thread: encodes queued items and appends them to the trace.
-
-    On the first write error it warns once, tries to append an `error` event, and from then
-    on discards what it takes (counted, and reported by a `dropped` event at the end when
-    that can still be written). The forwarding threads never wait for it.
-    """
-
-    def __init__(
-        self,
-        fd: int,
-        path: Path,
-        queue: ByteQueue,
-        encode: Callable[[Item], bytes],
-        stamper: Stamper,
-        warn: Callable[[str], None],
-    ) -> None:
-        self._fd, self._path, self._queue, self._encode = fd, path, queue, encode
-        self._stamper, self._warn = stamper, warn
-        self._thread = threading.Thread(target=self._run, name="acp-trace-writer", daemon=True)
-        self._at_line_start = True
-        self._header = b""
-        self.error: str | None = None
-        self.written = 0
-        self.lost = 0
-
-    def start(self, header: bytes) -> None:
-        """Empty the file (when it is a regular one) and start writing, header first."""
-        if stat.S_ISREG(os.fstat(self._fd).st_mode):
-            with suppress(OSError):
-                os.ftruncate(self._fd, 0)
-        self._header = header
-        self._thread.start()
-
-    def close(self) -> None:
-        """Write what is queued, then the final `dropped` event if records were lost."""
-        self._queue.close()
-        self._thread.join()
-        if self.lost:
-            self._append_event("dropped", count=self.lost)
-        os.close(self._fd)
-
-    def _run(self) -> None:
-        self._write(self._header, 0)
-        while (batch := self._queue.take(BATCH_BYTES)) is not None:
-            self._write(b"".join(self._encode_safely(item) for item in batch), len(batch))
-
-    def _encode_safely(self, item: Item) -> bytes:
-        try:
-            return self._encode(item)
-        except Exception as exc:  # a bug must cost one record, never the trace
-            event = {"event": "error", "message": f"cannot encode the record: {exc!r}"}
-            return encode_item(Item(item.seq, item.t_ns, "tap", event=event), **_PLAIN)
-
-    def _write(self, data: bytes, count: int) -> None:
-        if self.error is not None:
-            self.lost += count
-            return
-        try:
-            self._write_all(data)
-        except OSError as exc:
-            self.lost += count
-            self.error = f"cannot write the trace {self._path}: {exc.strerror or exc}"
-            self._warn(f"{self.error}; forwarding goes on, the trace stops here")
-            self._append_event("error", message=self.error)
-        else:
-            self.written += count
-
-    def _write_all(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            done = os.write(self._fd, view)
-            if done:
-                self._at_line_start = view[done - 1] == ord("\n")
-            view = view[done:]
-
-    def _append_event(self, name: str, **fields: Any) -> None:
-        """Best effort: one tap event after the last (possibly cut) line."""
-        seq, t_ns = self._stamper.stamp()
-        line = encode_item(Item(seq, t_ns, "tap", event={"event": name, **fields}), **_PLAIN)
-        with suppress(OSError):
-            self._write_all(line if self._at_line_start else b"\n" + line)
-
-
-_PLAIN: dict[str, Any] = {"redact": False, "max_bytes": None}
 
 
 # ---------------------------------------------------------------- forwarding
