@@ -8,7 +8,8 @@ from typing import Any
 import orjson
 
 # session/update kinds (protocol-notes.md). Unknown kinds are neither history nor live.
-HISTORY_KINDS = frozenset(
+# History kinds whose v2 replayed form must carry `messageId` (rule message-id-missing).
+MESSAGE_KINDS = frozenset(
     {
         "user_message",
         "agent_message",
@@ -16,21 +17,23 @@ HISTORY_KINDS = frozenset(
         "user_message_chunk",
         "agent_message_chunk",
         "agent_thought_chunk",
-        "tool_call",
-        "tool_call_update",
-        "tool_call_content_chunk",
-        "plan",
-        "plan_update",
-        "plan_removed",
-        "terminal_update",
-        "terminal_output_chunk",
-        "compaction_update",
-        "compaction_summary_chunk",
-        "subagent_update",
-        "session_message",
-        "session_message_chunk",
     }
 )
+HISTORY_KINDS = MESSAGE_KINDS | {
+    "tool_call",
+    "tool_call_update",
+    "tool_call_content_chunk",
+    "plan",
+    "plan_update",
+    "plan_removed",
+    "terminal_update",
+    "terminal_output_chunk",
+    "compaction_update",
+    "compaction_summary_chunk",
+    "subagent_update",
+    "session_message",
+    "session_message_chunk",
+}
 LIVE_KINDS = frozenset(
     {
         "state_update",
@@ -44,23 +47,15 @@ LIVE_KINDS = frozenset(
     }
 )
 MARKER_KIND = "replay_complete"
-# History kinds whose v2 replayed form must carry `messageId` (rule message-id-missing).
-MESSAGE_KINDS = frozenset(
-    {
-        "user_message",
-        "agent_message",
-        "agent_thought",
-        "user_message_chunk",
-        "agent_message_chunk",
-        "agent_thought_chunk",
-    }
-)
 # Agent-to-client requests that should wait until after the marker.
 BLOCKING_AGENT_REQUESTS = frozenset({"session/request_permission", "elicitation/create"})
 CANCEL_METHOD = "$/cancel_request"
 ACCEPTANCE_META_KEY = "executablemd.session-materialization/v1"
 
 # Error codes (protocol-notes.md).
+PARSE_ERROR = -32700
+METHOD_NOT_FOUND = -32601
+INTERNAL_ERROR = -32603
 INVALID_PARAMS = -32602
 RESOURCE_NOT_FOUND = -32002
 REQUEST_CANCELLED = -32800
