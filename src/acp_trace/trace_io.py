@@ -10,8 +10,7 @@ from __future__ import annotations
 import base64
 import glob
 import os
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -103,25 +102,31 @@ def encode_event(event: str, **fields: Any) -> bytes:
 # ---------------------------------------------------------------- reading
 
 
-@dataclass
 class _Columns:
-    """Column lists being filled for one chunk of rows."""
+    """The table being read: finished chunks, and the rows (tuples in COLUMNS order) of the
+    chunk being filled. Chunks span files, so many small traces cost no more than one."""
 
-    data: dict[str, list[Any]]
-
-    @classmethod
-    def empty(cls) -> _Columns:
-        return cls({name: [] for name in COLUMNS})
+    def __init__(self) -> None:
+        self.rows: list[tuple[Any, ...]] = []
+        self.frames: list[pl.DataFrame] = []
 
     def add(self, **values: Any) -> None:
-        for name, column in self.data.items():
-            column.append(values.get(name))
+        self.rows.append(tuple(values.get(name) for name in COLUMNS))
 
-    def __len__(self) -> int:
-        return len(self.data["trace"])
+    def flush(self) -> None:
+        """Turn the pending rows into a DataFrame chunk."""
+        if self.rows:
+            columns = zip(*self.rows, strict=True)
+            data = dict(zip(COLUMNS, columns, strict=True))
+            self.rows = []
+            self.frames.append(pl.DataFrame(data, schema=SCHEMA))
 
-    def frame(self) -> pl.DataFrame:
-        return pl.DataFrame(self.data, schema=SCHEMA)
+    def table(self) -> pl.DataFrame:
+        """All rows read, in order (the chunks are kept: no copy of the whole table)."""
+        self.flush()
+        if not self.frames:
+            return pl.DataFrame(schema=SCHEMA)
+        return pl.concat(self.frames, rechunk=False)
 
 
 def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
@@ -162,20 +167,18 @@ def read_trace(
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
     files = expand_paths(paths)
-    frames: list[pl.DataFrame] = []
+    cols = _Columns()
     for done, path in enumerate(files, 1):
-        frames.extend(_read_file(path, fmt))
+        _read_file(cols, path, fmt)
         if progress is not None:
             progress(done, len(files))
-    if not frames:
-        return pl.DataFrame(schema=SCHEMA)
-    return pl.concat(frames, rechunk=True)
+    return cols.table()
 
 
-CHUNK_ROWS = 200_000
+CHUNK_ROWS = 50_000
 
 
-def _read_file(path: Path, fmt: str | None) -> Iterator[pl.DataFrame]:
+def _read_file(cols: _Columns, path: Path, fmt: str | None) -> None:
     try:
         handle = path.open("rb")
     except OSError as exc:
@@ -184,14 +187,14 @@ def _read_file(path: Path, fmt: str | None) -> Iterator[pl.DataFrame]:
         first = handle.readline()
         if fmt in (None, "acp-trace") and _is_native_header(first):
             handle.seek(0)
-            yield from _parse_lines(str(path), handle)
+            _parse_lines(cols, str(path), handle)
             return
         handle.seek(0)
         data = handle.read()
     from acp_trace import importers  # imported late: only other formats need it
 
     for name, lines in importers.convert(path, data, fmt):
-        yield from _parse_lines(name, iter(lines))
+        _parse_lines(cols, name, iter(lines))
 
 
 def _is_native_header(line: bytes) -> bool:
@@ -202,16 +205,12 @@ def _is_native_header(line: bytes) -> bool:
     return isinstance(head, dict) and head.get("acp_trace") == FORMAT_VERSION
 
 
-def _parse_lines(trace: str, lines: Iterable[bytes]) -> Iterator[pl.DataFrame]:
-    """Turn the lines of one native trace into DataFrame chunks."""
-    cols = _Columns.empty()
+def _parse_lines(cols: _Columns, trace: str, lines: Iterable[bytes]) -> None:
+    """Add the rows of the lines of one native trace."""
     for number, raw in enumerate(lines, 1):
         _parse_line(cols, trace, number, raw)
-        if len(cols) >= CHUNK_ROWS:
-            yield cols.frame()
-            cols = _Columns.empty()
-    if len(cols):
-        yield cols.frame()
+        if len(cols.rows) >= CHUNK_ROWS:
+            cols.flush()
 
 
 def _parse_line(cols: _Columns, trace: str, number: int, raw: bytes) -> None:
@@ -233,6 +232,14 @@ def _parse_line(cols: _Columns, trace: str, number: int, raw: bytes) -> None:
         cols.add(trace=trace, line=number, kind="malformed", event=note, text=text)
         return
     assert isinstance(rec, dict)
+    if rec["src"] != "tap" and "msg" in rec:
+        _add_messages(cols, trace, number, rec, line)
+    else:
+        _add_other(cols, trace, number, rec)
+
+
+def _add_other(cols: _Columns, trace: str, number: int, rec: dict[str, Any]) -> None:
+    """A tap event, a text line or a b64 line."""
     base = {
         "trace": trace,
         "line": number,
@@ -244,8 +251,6 @@ def _parse_line(cols: _Columns, trace: str, number: int, raw: bytes) -> None:
     if rec["src"] == "tap":
         detail = {k: v for k, v in rec.items() if k not in ("seq", "t_ns", "src")}
         cols.add(**base, kind="event", event=rec["event"], text=orjson.dumps(detail).decode())
-    elif "msg" in rec:
-        _add_messages(cols, base, rec, line)
     elif "text" in rec:
         size = rec.get("bytes") if base["truncated"] else len(rec["text"].encode())
         cols.add(**base, kind="text", text=rec["text"], bytes=size)
@@ -269,8 +274,7 @@ def _record_problem(rec: Any) -> str | None:
         return f"unknown `src` {src!r}"
     if src == "tap":
         return None if isinstance(rec.get("event"), str) else "tap record without `event`"
-    payloads = [k for k in ("msg", "text", "b64") if k in rec]
-    if len(payloads) != 1:
+    if ("msg" in rec) + ("text" in rec) + ("b64" in rec) != 1:
         return "a record needs exactly one of `msg`, `text`, `b64`"
     if "text" in rec and not isinstance(rec["text"], str):
         return "`text` is not a string"
@@ -293,61 +297,68 @@ def _is_b64(value: Any) -> bool:
     return True
 
 
-def _add_messages(cols: _Columns, base: dict[str, Any], rec: dict[str, Any], line: bytes) -> None:
+def _add_messages(
+    cols: _Columns, trace: str, number: int, rec: dict[str, Any], line: bytes
+) -> None:
+    """One row per message: the record's message, or each element of a batch."""
     value = rec["msg"]
+    head = (trace, number, rec["seq"])
+    flow = (rec.get("t_ns"), rec["src"])
+    truncated = bool(rec.get("truncated", False))
     if isinstance(value, list) and value and all(is_message(m) for m in value):
         for part, item in enumerate(value):
-            text = orjson.dumps(item).decode()
-            cols.add(**base, part=part, bytes=len(text.encode()), msg=text, **_fields(item))
+            data = orjson.dumps(item)
+            tail = (len(data), truncated, None, data.decode(), None)
+            cols.rows.append((*head, part, *flow, *_fields(item), *tail))
         return
-    text = _msg_text(line, rec)
-    cols.add(**base, bytes=len(text.encode()), msg=text, **_fields(value))
+    text, size = _msg_text(line, rec)
+    cols.rows.append((*head, None, *flow, *_fields(value), size, truncated, None, text, None))
 
 
-def _msg_text(line: bytes, rec: dict[str, Any]) -> str:
-    """The `msg` value's text exactly as it stands in the record line."""
+def _msg_text(line: bytes, rec: dict[str, Any]) -> tuple[str, int]:
+    """The `msg` value's text exactly as it stands in the record line, and its UTF-8 size."""
     if next(reversed(rec)) == "msg":
         start = line.find(b'"msg"')
         colon = line.find(b":", start + 5)
         end = line.rstrip().rfind(b"}")
         if start >= 0 and 0 <= colon < end:
-            return line[colon + 1 : end].strip().decode("utf-8")
-    return orjson.dumps(rec["msg"]).decode()
+            data = line[colon + 1 : end].strip()
+            return data.decode("utf-8"), len(data)
+    data = orjson.dumps(rec["msg"])
+    return data.decode(), len(data)
 
 
-def _fields(msg: Any) -> dict[str, Any]:
-    """The columns derived from one message."""
+def _fields(msg: Any) -> tuple[Any, ...]:
+    """The columns derived from one message, in COLUMNS order: kind, id, method, session_id,
+    update_kind, update_session, error_code."""
     kind = message_kind(msg)
     if kind == "invalid":
-        return {"kind": "invalid"}
+        return ("invalid", None, None, None, None, None, None)
     method = msg.get("method")
     params = msg.get("params")
-    result = msg.get("result")
     error = msg.get("error")
-    out: dict[str, Any] = {
-        "kind": kind,
-        "method": method if isinstance(method, str) else None,
-        "id": id_key(msg["id"]) if "id" in msg else None,
-    }
-    session = None
+    mid = id_key(msg["id"]) if "id" in msg else None
+    session = update_kind = update_session = error_code = None
     if isinstance(params, dict):
         session = params.get("sessionId")
         update = params.get("update")
         if isinstance(update, dict):
             uk = update.get("sessionUpdate")
-            out["update_kind"] = uk if isinstance(uk, str) else None
+            update_kind = uk if isinstance(uk, str) else None
             child = update.get("sessionId")
-            out["update_session"] = child if isinstance(child, str) else None
-    if session is None and isinstance(result, dict):
-        session = result.get("sessionId")
+            update_session = child if isinstance(child, str) else None
+    if session is None:
+        result = msg.get("result")
+        session = result.get("sessionId") if isinstance(result, dict) else None
     if isinstance(error, dict):
         code = error.get("code")
-        out["error_code"] = code if _is_int64(code) else None
+        error_code = code if _is_int64(code) else None
         data = error.get("data")
         if session is None and isinstance(data, dict):
             session = data.get("sessionId")
-    out["session_id"] = session if isinstance(session, str) else None
-    return out
+    method = method if isinstance(method, str) else None
+    session = session if isinstance(session, str) else None
+    return (kind, mid, method, session, update_kind, update_session, error_code)
 
 
 def headers(records: pl.DataFrame) -> dict[str, dict[str, Any]]:
