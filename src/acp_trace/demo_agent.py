@@ -19,17 +19,13 @@ from typing import IO, Any
 from acp_trace import __version__
 from acp_trace.demo_history import Session, Step, fabricate, history_steps, marker, parse_gap
 from acp_trace.demo_history import replay_plan as _replay_plan
-from acp_trace.demo_rpc import (
-    INTERNAL_ERROR,
-    METHOD_NOT_FOUND,
-    PARSE_ERROR,
-    ConnectionClosed,
-    Endpoint,
-    Message,
-)
+from acp_trace.demo_rpc import ConnectionClosed, Endpoint, Message
 from acp_trace.jsonrpc import (
     CANCEL_METHOD,
+    INTERNAL_ERROR,
     INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
     REQUEST_CANCELLED,
     RESOURCE_NOT_FOUND,
     id_key,

@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from acp_trace import __version__
-from acp_trace.demo_rpc import METHOD_NOT_FOUND, ConnectionClosed, Endpoint, Message
+from acp_trace.demo_rpc import ConnectionClosed, Endpoint, Message
 from acp_trace.errors import RecordError
+from acp_trace.jsonrpc import METHOD_NOT_FOUND
 
 CLIENT_NAME = "acp-trace-demo-client"
 

@@ -14,13 +14,11 @@ from typing import IO, Any
 
 import orjson
 
-from acp_trace.jsonrpc import INTERNAL_ERROR, METHOD_NOT_FOUND, PARSE_ERROR, id_key, loads
+from acp_trace.jsonrpc import id_key, loads
 
 Message = dict[str, Any]
 # Called in the reader thread for every incoming request or notification; True means handled.
 Handler = Callable[[Message], bool]
-
-__all__ = ["INTERNAL_ERROR", "METHOD_NOT_FOUND", "PARSE_ERROR", "ConnectionClosed", "Endpoint"]
 
 
 class ConnectionClosed(Exception):
