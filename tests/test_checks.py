@@ -469,6 +469,42 @@ def client_response_with_resume_id() -> TraceBuilder:
     return b
 
 
+def two_resumes_each_marked() -> TraceBuilder:
+    b = TraceBuilder()
+    _resume_ok(b)
+    _resume_ok(b)
+    return b
+
+
+def request_after_marker() -> TraceBuilder:
+    b = TraceBuilder()
+    rid = b.resume("s")
+    b.history("s", 1)
+    b.marker("s")
+    pid = b.request("session/request_permission", {"sessionId": "s"}, src="agent")
+    b.response(pid, {"outcome": {"outcome": "cancelled"}}, src="client")
+    b.state("s")
+    b.response(rid, {})
+    return b
+
+
+def resume_error_without_snapshot() -> TraceBuilder:
+    b = TraceBuilder()
+    rid = b.resume("s", cursor=None)
+    b.error(rid, -32002)
+    return b
+
+
+def prompt_chunks_without_message_id_after_replay() -> TraceBuilder:
+    b = TraceBuilder()
+    _resume_ok(b)
+    rid = b.request("session/prompt", {"sessionId": "s", "prompt": []})
+    b.response(rid, {})
+    b.update("s", "agent_message_chunk", content={"type": "text", "text": "hi"})
+    b.state("s", stopReason="end_turn")
+    return b
+
+
 def import_ambiguous() -> TraceBuilder:
     b = TraceBuilder(protocol=None)
     head = orjson.loads(b.lines[0])
@@ -560,6 +596,10 @@ CASES: list[tuple[Callable[[], TraceBuilder], dict[str, str]]] = [
     (uuid_on_resume_snapshot, {}),
     (client_response_with_resume_id, {}),
     (import_ambiguous, {"import-ambiguous-direction": "info"}),
+    (two_resumes_each_marked, {}),
+    (request_after_marker, {}),
+    (resume_error_without_snapshot, {}),
+    (prompt_chunks_without_message_id_after_replay, {}),
 ]
 
 
