@@ -170,5 +170,13 @@ def test_summary_counts_and_problems(tmp_path: Path) -> None:
     row = summarize(acp_trace.read_trace(path)).row(0, named=True)
     assert row["agent"] == "test-agent" and row["protocol"] == 2
     assert row["stderr_lines"] == 1 and row["malformed"] == 1 and row["malformed_lines"] == [7]
-    assert row["lost_records"] == 2 and row["exit_code"] == 0
+    assert row["lost_records"] == 2 and row["exit_code"] == 0 and row["exit_signal"] is None
     assert {"name": "agent_message_chunk", "count": 2} in row["by_update_kind"]
+
+
+def test_summary_names_the_signal_that_ended_the_agent(tmp_path: Path) -> None:
+    """An agent killed by a signal shows the signal in the summary."""
+    b = TraceBuilder()
+    b.event("exit", code=None, signal=15)
+    row = summarize(acp_trace.read_trace(b.write(tmp_path / "t.jsonl"))).row(0, named=True)
+    assert (row["exit_code"], row["exit_signal"]) == (None, 15)

@@ -44,7 +44,7 @@ def timeline(records: pl.DataFrame, *, marker_meta: str | None = None) -> pl.Dat
     )
     if marker_meta:
         df = _mark_meta_markers(df, marker_meta)
-    df = df.join(_pairs(df), on="row", how="left")
+    df = _attach(df, "row", _pairs(df))
     df = df.with_columns(
         pl.when(
             pl.col("kind").is_in(["response", "error"])
@@ -66,7 +66,14 @@ def timeline(records: pl.DataFrame, *, marker_meta: str | None = None) -> pl.Dat
         },
         orient="row",
     )
-    return df.join(facts, on="trace", how="left", maintain_order="left")
+    return _attach(df, "trace", facts)
+
+
+def _attach(df: pl.DataFrame, key: str, table: pl.DataFrame) -> pl.DataFrame:
+    """`df` plus the columns of `table` (unique in `key`) matched on `key`: a left join that
+    copies only the new columns, so the records' own (`msg` above all) stay shared."""
+    matched = df.select(key).join(table, on=key, how="left", maintain_order="left")
+    return df.hstack(matched.drop(key).get_columns())
 
 
 def _update_class_expr() -> pl.Expr:
@@ -239,6 +246,10 @@ def _connection(
     )
 
 
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
@@ -284,6 +295,7 @@ SUMMARY_SCHEMA: dict[str, Any] = {
     "lost_records": pl.Int64,
     "dropped": pl.Int64,
     "exit_code": pl.Int64,
+    "exit_signal": pl.Int64,
     "by_method": pl.List(pl.Struct({"name": pl.String, "count": pl.Int64})),
     "by_update_kind": pl.List(pl.Struct({"name": pl.String, "count": pl.Int64})),
 }
@@ -303,7 +315,8 @@ def _summary_row(trace: str, part: pl.DataFrame, conn: Connection) -> tuple[Any,
     dropped = sum(
         loads(x).get("count", 0) for x in events.filter(pl.col("event") == "dropped")["text"]
     )
-    exits = [loads(x).get("code") for x in events.filter(pl.col("event") == "exit")["text"]]
+    exits = [loads(x) for x in events.filter(pl.col("event") == "exit")["text"]]
+    last_exit = exits[-1] if exits else {}
     header = part.filter(pl.col("kind") == "header")
     timing = loads(header["text"][0]).get("timing", "tap") if header.height else "tap"
     malformed = part.filter(pl.col("kind") == "malformed")["line"].to_list()
@@ -322,7 +335,8 @@ def _summary_row(trace: str, part: pl.DataFrame, conn: Connection) -> tuple[Any,
         malformed,
         lost,
         dropped,
-        exits[-1] if exits else None,
+        _int_or_none(last_exit.get("code")),
+        _int_or_none(last_exit.get("signal")),
         _counts(messages, "method"),
         _counts(messages, "update_kind"),
     )

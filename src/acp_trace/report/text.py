@@ -47,6 +47,8 @@ def format_summary(summary: pl.DataFrame) -> str:
         )
         if row["exit_code"] is not None:
             out.append(f"  agent exit code: {row['exit_code']}\n")
+        elif row["exit_signal"] is not None:
+            out.append(f"  agent ended by signal {row['exit_signal']}\n")
         if row["malformed"]:
             lines = ", ".join(str(n) for n in row["malformed_lines"][:20])
             more = " ..." if row["malformed"] > 20 else ""
