@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import groupby
+from operator import itemgetter
 from typing import Any
 
 import polars as pl
@@ -120,19 +122,55 @@ def collect(tl: pl.DataFrame, *, v1_markers: bool = False) -> Facts:
     `v1_markers`: v1 loads expect a marker too (a vendor `_meta` key names it: --marker-meta).
     """
     facts = Facts()
-    df = tl.with_columns(
-        pl.when(pl.col("update_kind").is_in(sorted(MESSAGE_KINDS)))
-        .then(pl.col("msg").str.json_path_match("$.params.update.messageId").is_not_null())
-        .otherwise(None)
-        .alias("has_message_id")
-    )
-    rows = df.filter(
-        pl.col("kind").is_in(["request", "response", "error", "notification", "event"])
-    )
     msgs = tl["msg"]
-    for trace_rows in rows.select(COLUMNS).partition_by("trace", maintain_order=True):
-        _Pass(facts, msgs, v1_markers).run(trace_rows.iter_rows(named=True))
+    rows = _pass_rows(tl).iter_rows(named=True)
+    for _trace, trace_rows in groupby(rows, key=itemgetter("trace")):
+        _Pass(facts, msgs, v1_markers).run(trace_rows)
     return facts
+
+
+PASS_KINDS = ("request", "response", "error", "notification", "event")
+
+
+def _pass_rows(tl: pl.DataFrame) -> pl.DataFrame:
+    """The rows the pass reads, trace by trace (in order of first appearance), with each run of
+    consecutive plain history updates of one session folded into one row (`plain`): its first
+    row, `last_row`, `count`, `bytes_sum`, the `no_id_rows` without messageId and all `rows`.
+    A plain update changes no state but its session's counts, so a run counts at once."""
+    has_id = pl.col("msg").str.json_path_match("$.params.update.messageId").is_not_null()
+    df = tl.select(
+        *COLUMNS[:-1],
+        pl.when(pl.col("update_kind").is_in(sorted(MESSAGE_KINDS)))
+        .then(has_id)
+        .otherwise(None)
+        .alias("has_message_id"),
+    ).filter(pl.col("kind").is_in(PASS_KINDS))
+    session, trace = pl.col("session"), pl.col("trace")
+    plain = (
+        (pl.col("kind") == "notification")
+        & (pl.col("src") == "agent")
+        & (pl.col("method") == "session/update")
+        & (pl.col("update_class") == "history")
+        & (pl.col("update_kind") != "subagent_update")
+        & (session.fill_null("") != "")
+    ).fill_null(False)
+    starts = ~plain | ~plain.shift(1, fill_value=False)
+    starts = starts | (session != session.shift(1)) | (trace != trace.shift(1))
+    row = pl.col("row")
+    folded = (
+        df.with_columns(plain.alias("plain"), starts.fill_null(True).cum_sum().alias("run"))
+        .group_by("run", maintain_order=True)
+        .agg(
+            pl.all().exclude("run").first(),
+            row.last().alias("last_row"),
+            pl.len().alias("count"),
+            pl.col("bytes").sum().alias("bytes_sum"),
+            row.filter(pl.col("has_message_id").not_()).alias("no_id_rows"),
+            row.alias("rows"),
+        )
+    )
+    first_seen = pl.int_range(pl.len()).first().over("trace")
+    return folded.sort(first_seen, maintain_order=True)
 
 
 class _Pass:
@@ -157,7 +195,9 @@ class _Pass:
             if self.ended:
                 continue
             kind = r["kind"]
-            if kind == "event":
+            if r["plain"]:
+                self._history(r)
+            elif kind == "event":
                 self._event(r)
             elif kind == "request" and r["src"] == "client":
                 self._client_request(r)
@@ -260,6 +300,17 @@ class _Pass:
             if stats is not None:
                 _count(w, stats, r)
 
+    def _history(self, r: dict[str, Any]) -> None:
+        """A run of plain history updates on one session (see `_pass_rows`): what `_update`
+        does for each of them, at once."""
+        session = r["session"]
+        if session in self.after_load:
+            self.after_load[session][1].extend(r["rows"])
+        for w in self.open:
+            stats = w.sessions.get(session)
+            if stats is not None:
+                _count_history(w, stats, r)
+
     def _announce(self, r: dict[str, Any], parent: str, child: str) -> None:
         for w in self.open:
             if w.replaying and parent in w.sessions and child not in w.sessions:
@@ -345,6 +396,23 @@ def _count(w: Window, stats: SessionStats, r: dict[str, Any]) -> None:
     elif cls == "live":
         stats.live_updates += 1
         stats.live_rows.append(row)
+
+
+def _count_history(w: Window, stats: SessionStats, run: dict[str, Any]) -> None:
+    """Count a run of plain history updates on a covered session of an open window: `_count`
+    for each. A marker is never inside a run, so it comes before all of the run or after."""
+    first = run["row"]
+    if stats.first_update_row is None:
+        stats.first_update_row = first
+    if stats.first_history_row is None:
+        stats.first_history_row = first
+    if stats.marker_row is not None and stats.marker_row <= first:
+        return
+    stats.history_updates += run["count"]
+    stats.history_bytes += run["bytes_sum"]
+    stats.last_history_row = run["last_row"]
+    if w.v2 and w.replaying:
+        stats.missing_id_rows.extend(run["no_id_rows"])
 
 
 # ---------------------------------------------------------------- the public replays table
