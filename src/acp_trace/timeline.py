@@ -71,7 +71,12 @@ def timeline(records: pl.DataFrame, *, marker_meta: str | None = None) -> pl.Dat
 
 def _attach(df: pl.DataFrame, key: str, table: pl.DataFrame) -> pl.DataFrame:
     """`df` plus the columns of `table` (unique in `key`) matched on `key`: a left join that
-    copies only the new columns, so the records' own (`msg` above all) stay shared."""
+    copies only the new columns, so the records' own (`msg` above all) stay shared. When the
+    table has one row and `df` holds only its key (one trace), the columns are constants."""
+    if table.height == 1 and df.height and df[key].n_unique() == 1 and df[key][0] == table[key][0]:
+        values = table.row(0, named=True)
+        new = (pl.lit(values[n], dtype=t).alias(n) for n, t in table.schema.items() if n != key)
+        return df.with_columns(new)
     matched = df.select(key).join(table, on=key, how="left", maintain_order="left")
     return df.hstack(matched.drop(key).get_columns())
 

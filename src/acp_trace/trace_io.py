@@ -12,6 +12,7 @@ import glob
 import os
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
+from itertools import groupby
 from pathlib import Path
 from typing import Any
 
@@ -116,10 +117,11 @@ class _Columns:
     def flush(self) -> None:
         """Turn the pending rows into a DataFrame chunk."""
         if self.rows:
-            columns = zip(*self.rows, strict=True)
-            data = dict(zip(COLUMNS, columns, strict=True))
+            traces, *columns = zip(*self.rows, strict=True)
+            data = dict(zip(COLUMNS[1:], columns, strict=True))
             self.rows = []
-            self.frames.append(pl.DataFrame(data, schema=SCHEMA))
+            frame = pl.DataFrame(data, schema={k: SCHEMA[k] for k in COLUMNS[1:]})
+            self.frames.append(frame.with_columns(_trace_column(traces)).select(COLUMNS))
 
     def table(self) -> pl.DataFrame:
         """All rows read, in order (the chunks are kept: no copy of the whole table)."""
@@ -127,6 +129,16 @@ class _Columns:
         if not self.frames:
             return pl.DataFrame(schema=SCHEMA)
         return pl.concat(self.frames, rechunk=False)
+
+
+def _trace_column(traces: tuple[str, ...]) -> pl.Expr | pl.Series:
+    """The `trace` column of a chunk: a constant when one trace fills the chunk, else a run of
+    repeats per trace; either way a name is stored once, not once per row."""
+    runs = [(name, sum(1 for _ in group)) for name, group in groupby(traces)]
+    if len(runs) == 1:
+        return pl.lit(runs[0][0], dtype=pl.String).alias("trace")
+    parts = [pl.repeat(name, count, eager=True, dtype=pl.String) for name, count in runs]
+    return pl.concat(parts).alias("trace")
 
 
 def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
