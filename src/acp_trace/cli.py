@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from acp_trace import __version__
 from acp_trace.errors import AcpTraceError
+
+if TYPE_CHECKING:  # the heavy modules load only when a command needs them
+    import polars as pl
+
+    from acp_trace.analysis import Analysis
 
 app = typer.Typer(
     name="acp-trace",
@@ -36,7 +42,7 @@ def _root(
         raise typer.Exit(0)
 
 
-def _progress(label: str):  # type: ignore[no-untyped-def]
+def _progress(label: str) -> Callable[[int, int], None] | None:
     """A progress callback for long runs, drawn on stderr only when it is a terminal."""
     if not sys.stderr.isatty():
         return None
@@ -179,16 +185,16 @@ From = Annotated[
 ]
 
 
-def _analyze(traces: list[str], marker_meta: str | None = None, fmt: str | None = None):  # type: ignore[no-untyped-def]
+def _analyze(traces: list[str], marker_meta: str | None = None, fmt: str | None = None) -> Analysis:
     from acp_trace.analysis import analyze
 
     return analyze(traces, marker_meta=marker_meta, fmt=fmt, progress=_progress("reading"))
 
 
-def _emit_frame(df: object, fmt: str, table: str | None = None) -> None:
+def _emit_frame(df: pl.DataFrame, fmt: str, table: str | None = None) -> None:
     from acp_trace import report as render
 
-    typer.echo(render.frame(df, fmt, table), nl=False)  # type: ignore[arg-type]
+    typer.echo(render.frame(df, fmt, table), nl=False)
 
 
 @app.command()
