@@ -296,7 +296,8 @@ def _record_problem(rec: Any) -> str | None:
 
 
 def _is_int64(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63
+    # `type() is int` leaves out bool; parsed JSON holds no other subclass of int.
+    return type(value) is int and -(2**63) <= value < 2**63
 
 
 def _is_b64(value: Any) -> bool:
@@ -313,18 +314,20 @@ def _add_messages(
     cols: _Columns, trace: str, number: int, rec: dict[str, Any], line: bytes
 ) -> None:
     """One row per message: the record's message, or each element of a batch."""
-    value = rec["msg"]
-    head = (trace, number, rec["seq"])
-    flow = (rec.get("t_ns"), rec["src"])
+    value, seq, t_ns, src = rec["msg"], rec["seq"], rec.get("t_ns"), rec["src"]
     truncated = bool(rec.get("truncated", False))
     if isinstance(value, list) and value and all(is_message(m) for m in value):
         for part, item in enumerate(value):
             data = orjson.dumps(item)
+            fields = _fields(item)
             tail = (len(data), truncated, None, data.decode(), None)
-            cols.rows.append((*head, part, *flow, *_fields(item), *tail))
+            cols.rows.append((trace, number, seq, part, t_ns, src, *fields, *tail))
         return
     text, size = _msg_text(line, rec)
-    cols.rows.append((*head, None, *flow, *_fields(value), size, truncated, None, text, None))
+    fields = _fields(value)
+    cols.rows.append(
+        (trace, number, seq, None, t_ns, src, *fields, size, truncated, None, text, None)
+    )
 
 
 def _msg_text(line: bytes, rec: dict[str, Any]) -> tuple[str, int]:
