@@ -6,17 +6,22 @@
     .venv/bin/python benchmarks/bench_tap.py throughput --mb 100 --reps 5
     .venv/bin/python benchmarks/bench_tap.py timestamps
 
-Three ways to reach the echo agent (echo_agent.py) are compared:
+The echo agent (echo_agent.py) is reached these ways:
 
 - direct: the client's pipes go straight to the agent;
-- relay: relay.py in between, a Python process that forwards and records nothing (the floor
-  of any tap that is a process of its own: one more pipe hop each way);
-- tap: `python -m acp_trace record -o TRACE -- AGENT`, with its defaults (redaction on).
+- cat: `sh -c 'cat | AGENT | cat'`, two C processes that copy bytes and record nothing: the
+  floor of any tap that is a process in the path (one more pipe hop each way);
+- relay: relay.py, the same in Python (threads, os.read/os.write of 64 KiB, no recording);
+- tap: `python -m acp_trace record -o TRACE -- AGENT`, with its defaults (redaction on);
+- tap-noredact (throughput only): the same with --no-redact, to show what the secret scan of
+  the writer costs.
 
-latency: one client (pingpong_client.Peer) keeps the three alive and alternates pings
-between them, so noise hits all alike; per size, the median and p99 round trip of each and
-what the tap adds. throughput: the agent writes --mb of N-byte lines after a ready line;
-the client reads them all; rounds interleaved, median MB/s. timestamps: see `timestamps`.
+latency: one client (pingpong_client.Peer) keeps them all alive and alternates pings between
+them, so noise hits all alike; per size, the median and p99 round trip of each and what the
+tap adds to the direct pipe. throughput: the agent writes --mb of N-byte lines after a ready
+line; the client reads them all; rounds interleaved, median MB/s; also the share of lines the
+tap recorded and how fast its writer encodes lines on one core (in this process).
+timestamps: see `timestamps`.
 """
 
 from __future__ import annotations
@@ -37,21 +42,25 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchlib import Figure, median, percentile, python, report, rounds
-from echo_agent import burst_lines
+from echo_agent import burst_lines, message
 from pingpong_client import Peer, ping_line
 
 HERE = Path(__file__).resolve().parent
 AGENT = [python(), str(HERE / "echo_agent.py")]
-VARIANTS = ("direct", "relay", "tap")
+VARIANTS = ("direct", "cat", "relay", "tap")
+BURST_VARIANTS = (*VARIANTS, "tap-noredact")
 
 
 def wrap(variant: str, agent: list[str], trace: Path) -> list[str]:
     """The command line that reaches `agent` the given way."""
     if variant == "direct":
         return agent
+    if variant == "cat":
+        return ["sh", "-c", 'cat | "$@" | cat', "sh", *agent]
     if variant == "relay":
         return [python(), str(HERE / "relay.py"), "--", *agent]
-    return [python(), "-m", "acp_trace", "record", "-o", str(trace), "--", *agent]
+    options = ["--no-redact"] if variant == "tap-noredact" else []
+    return [python(), "-m", "acp_trace", "record", *options, "-o", str(trace), "--", *agent]
 
 
 # ---------------------------------------------------------------- latency
@@ -70,17 +79,19 @@ def latency(
             for v, r in rtts.items()
         }
         raw[str(size)] = {"pings": n, **stats}
-        d, t, r = stats["direct"], stats["tap"], stats["relay"]
+        d, t = stats["direct"], stats["tap"]
         added, added99 = t["median_us"] - d["median_us"], t["p99_us"] - d["p99_us"]
+        floor = stats["cat"]["median_us"] - d["median_us"]
         label = _size_label(size)
-        note = f"direct {d['median_us']:.0f} us, relay {r['median_us']:.0f} us, tap {t['median_us']:.0f} us; {n} pings each"
+        medians = ", ".join(f"{v} {x['median_us']:.0f}" for v, x in stats.items())
+        note = f"medians (us): {medians}; floor (cat) adds {floor:.0f} us; {n} pings each"
         target = "<= 50 us" if size <= 200 else "-"
         met = added <= 50 if size <= 200 else None
         figures.append(Figure(f"{label}: added median RTT", added, target, met, " us", note))
-        note99 = (
-            f"direct {d['p99_us']:.0f} us, relay {r['p99_us']:.0f} us, tap {t['p99_us']:.0f} us"
+        p99s = ", ".join(f"{v} {x['p99_us']:.0f}" for v, x in stats.items())
+        figures.append(
+            Figure(f"{label}: added p99 RTT", added99, "-", None, " us", f"p99 (us): {p99s}")
         )
-        figures.append(Figure(f"{label}: added p99 RTT", added99, "-", None, " us", note99))
     return figures, raw
 
 
@@ -118,34 +129,57 @@ def throughput(
     for size in line_sizes:
         lines = burst_lines(int(total_mb * 1e6), size)
         total = lines * size
-        rates: dict[str, list[float]] = {v: [] for v in VARIANTS}
+        rates: dict[str, list[float]] = {v: [] for v in BURST_VARIANTS}
         recorded: list[float] = []
-        for _rep, variant in rounds(VARIANTS, reps):
+        for _rep, variant in rounds(BURST_VARIANTS, reps):
             trace = work / f"burst-{size}.jsonl"
             agent = [*AGENT, "--burst", str(total), "--line-size", str(size)]
             seconds = _burst_once(wrap(variant, agent, trace), total)
             rates[variant].append(total / seconds / 1e6)
-            if variant == "tap":
+            if variant.startswith("tap"):
                 recorded.append(_recorded_fraction(trace, lines))
                 trace.unlink()
         med = {v: median(r) for v, r in rates.items()}
-        raw[str(size)] = {"mb_per_s": rates, "recorded_fraction": recorded}
+        encode = _encode_rates(size)
+        raw[str(size)] = {"mb_per_s": rates, "recorded_fraction": recorded, "encode": encode}
         ratio = med["tap"] / med["direct"]
-        note = (
-            f"direct {med['direct']:.0f} MB/s, relay {med['relay']:.0f} MB/s, tap {med['tap']:.0f} MB/s; "
-            f"tap recorded {min(recorded):.0%} of the lines"
-        )
+        speeds = ", ".join(f"{v} {x:.0f}" for v, x in med.items())
+        note = f"MB/s: {speeds}; the tap recorded {min(recorded):.0%} of the lines or more"
+        label = f"{_size_label(size)} lines"
         figures.append(
-            Figure(
-                f"{_size_label(size)} lines: tap / direct throughput",
-                ratio,
-                ">= 0.5",
-                ratio >= 0.5,
-                "x",
-                note,
-            )
+            Figure(f"{label}: tap / direct throughput", ratio, ">= 0.5", ratio >= 0.5, "x", note)
         )
+        if encode:
+            note = f"without redaction {encode['noredact']:.0f} MB/s"
+            figures.append(
+                Figure(
+                    f"{label}: tap writer encoding, one core",
+                    encode["redact"],
+                    "-",
+                    None,
+                    " MB/s",
+                    note,
+                )
+            )
     return figures, raw
+
+
+def _encode_rates(size: int) -> dict[str, float]:
+    """MB/s at which the tap's writer turns lines of `size` bytes into trace records on one
+    core, with and without redaction (empty when the encoder is not where it was)."""
+    try:
+        from acp_trace.trace_writer import Item, encode_item
+    except ImportError:
+        return {}
+    line = message(0, size)[:-1]
+    count = max(5, (8 << 20) // size)
+    out = {}
+    for name, redact in (("redact", True), ("noredact", False)):
+        start = time.perf_counter()
+        for n in range(count):
+            encode_item(Item(n, n, "agent", line), redact=redact, max_bytes=None)
+        out[name] = count * size / (time.perf_counter() - start) / 1e6
+    return out
 
 
 def _burst_once(command: list[str], total: int) -> float:
