@@ -95,12 +95,14 @@ def test_detection_skips_a_damaged_first_line(tmp_path: Path) -> None:
     assert importers.detect(path, path.read_text()) == "conductor"
 
 
-def test_a_v1_record_without_header_is_reported_as_such(tmp_path: Path) -> None:
-    """A file of v1 records whose header is missing keeps the reader's own message."""
+def test_v1_records_without_header_are_read_as_a_trace(tmp_path: Path) -> None:
+    """A file of v1 records whose header is missing (written by hand) is read as a v1 trace."""
     path = tmp_path / "headless.jsonl"
-    path.write_text('{"seq":1,"t_ns":0,"src":"client","msg":{}}\n')
-    with pytest.raises(InputError, match="line 1 is not a header"):
-        read_trace(path)
+    path.write_text(
+        '{"seq":1,"t_ns":0,"src":"client","msg":{"jsonrpc":"2.0","id":1,"method":"a"}}\n'
+    )
+    records = read_trace(path)
+    assert records["kind"].to_list() == ["request"] and records["t_ns"].to_list() == [0]
 
 
 def test_unknown_format_name_is_a_usage_error() -> None:

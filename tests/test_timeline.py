@@ -42,7 +42,9 @@ def test_crossed_ids_pair_by_direction(tmp_path: Path) -> None:
         (0, 0, True),
     ],
 )
-def test_ids_keep_their_type(tmp_path: Path, request_id: object, answer_id: object, paired: bool) -> None:
+def test_ids_keep_their_type(
+    tmp_path: Path, request_id: object, answer_id: object, paired: bool
+) -> None:
     """Ids pair only when equal in value and type: `1` and `"1"` are different ids."""
     b = TraceBuilder()
     b.request("session/new", {"cwd": "/"}, id=request_id)
@@ -88,7 +90,14 @@ def test_null_id_error_is_not_orphan(tmp_path: Path) -> None:
     [
         ({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "p"}}, "p"),
         ({"jsonrpc": "2.0", "id": 9, "result": {"sessionId": "r"}}, "r"),
-        ({"jsonrpc": "2.0", "id": 9, "error": {"code": -32002, "message": "x", "data": {"sessionId": "e"}}}, "e"),
+        (
+            {
+                "jsonrpc": "2.0",
+                "id": 9,
+                "error": {"code": -32002, "message": "x", "data": {"sessionId": "e"}},
+            },
+            "e",
+        ),
         ({"jsonrpc": "2.0", "id": 9, "result": {}}, None),
     ],
 )
@@ -180,3 +189,11 @@ def test_summary_names_the_signal_that_ended_the_agent(tmp_path: Path) -> None:
     b.event("exit", code=None, signal=15)
     row = summarize(acp_trace.read_trace(b.write(tmp_path / "t.jsonl"))).row(0, named=True)
     assert (row["exit_code"], row["exit_signal"]) == (None, 15)
+
+
+def test_summary_says_when_the_header_is_missing(tmp_path: Path) -> None:
+    """A trace written without a header line is read, and the summary says the header is missing."""
+    b = TraceBuilder()
+    b.lines = b.lines[1:]
+    row = summarize(acp_trace.read_trace(b.write(tmp_path / "t.jsonl"))).row(0, named=True)
+    assert row["header"] is False and row["protocol"] == 2 and row["agent"] == "test-agent"

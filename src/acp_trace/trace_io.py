@@ -197,7 +197,7 @@ def _read_file(cols: _Columns, path: Path, fmt: str | None) -> None:
         raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
     with handle:
         first = handle.readline()
-        if fmt in (None, "acp-trace") and _is_native_header(first):
+        if fmt in (None, "acp-trace") and _is_native(first):
             handle.seek(0)
             _parse_lines(cols, str(path), handle)
             return
@@ -209,12 +209,15 @@ def _read_file(cols: _Columns, path: Path, fmt: str | None) -> None:
         _parse_lines(cols, name, iter(lines))
 
 
-def _is_native_header(line: bytes) -> bool:
+def _is_native(line: bytes) -> bool:
+    """A v1 header, or (a trace written by hand without one) a valid v1 record."""
     try:
         head = loads(line)
     except ValueError:
         return False
-    return isinstance(head, dict) and head.get("acp_trace") == FORMAT_VERSION
+    if isinstance(head, dict) and head.get("acp_trace") == FORMAT_VERSION:
+        return True
+    return _record_problem(head) is None
 
 
 def _parse_lines(cols: _Columns, trace: str, lines: Iterable[bytes]) -> None:

@@ -45,6 +45,8 @@ def format_summary(summary: pl.DataFrame) -> str:
             f"  {row['messages']} messages, {row['sessions']} sessions, {duration}"
             f" ({row['timing']}), {row['stderr_lines']} stderr lines\n"
         )
+        if not row["header"]:
+            out.append("  no header line: the agent's command and the start time are unknown\n")
         if row["exit_code"] is not None:
             out.append(f"  agent exit code: {row['exit_code']}\n")
         elif row["exit_signal"] is not None:
