@@ -158,13 +158,18 @@ def _run(argv: list[str]) -> str:
 # ---------------------------------------------------------------- the parent side
 
 
-def measure(specs: dict[str, tuple[str, str]], reps: int) -> dict[str, list[ChildRun]]:
-    """Run every (variant, path) spec `reps` times, rounds interleaved; runs by spec label."""
+def measure(
+    specs: dict[str, tuple[str, str]], reps: int, baseline: Path | None
+) -> dict[str, list[ChildRun]]:
+    """Run every (variant, path) spec `reps` times, rounds interleaved; runs by spec label.
+    The `baseline` variant is `analyze` with acp_trace imported from another source tree."""
     runs: dict[str, list[ChildRun]] = {label: [] for label in specs}
     for rep, label in rounds(list(specs), reps):
         variant, path = specs[label]
-        argv = [python(), str(Path(__file__).resolve()), "--child", variant, path]
-        run = run_child(argv)
+        env = {"PYTHONPATH": str(baseline)} if variant == "baseline" and baseline else None
+        child_variant = "analyze" if variant == "baseline" else variant
+        argv = [python(), str(Path(__file__).resolve()), "--child", child_variant, path]
+        run = run_child(argv, env)
         runs[label].append(run)
         print(
             f"  round {rep + 1}: {label:<16} {run.out['seconds']:8.3f} s  peak {run.maxrss_mb:7.0f} MB",
@@ -225,6 +230,23 @@ def size_figures(tag: str, runs: dict[str, list[ChildRun]], data: dict[str, Any]
     ]
 
 
+def baseline_figures(runs: dict[str, list[ChildRun]], datasets: dict[str, Any]) -> list[Figure]:
+    """Per dataset, how much faster and leaner this analyzer is than the baseline's."""
+    figures = []
+    for tag in datasets:
+        before, after = runs[f"baseline@{tag}"], runs[f"analyze@{tag}"]
+        note = (
+            f"baseline {secs(before):.2f} s, peak {peak(before):.0f} MB; "
+            f"now {secs(after):.2f} s, peak {peak(after):.0f} MB"
+        )
+        figures.append(
+            Figure(
+                f"{tag}: baseline / analyze time", secs(before) / secs(after), "-", None, "x", note
+            )
+        )
+    return figures
+
+
 def check_agreement(runs: dict[str, list[ChildRun]], datasets: dict[str, dict[str, Any]]) -> None:
     """The analyzer and the plain loop find the generator's outcomes, or the figures mean nothing."""
     for tag, data in datasets.items():
@@ -267,6 +289,12 @@ def main(argv: list[str] | None = None) -> int:
         "--work", type=Path, default=Path(tempfile.gettempdir()) / "acp-trace-bench"
     )
     parser.add_argument("--json", help="also write the figures to this JSON file")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="a `src` directory of another acp-trace (e.g. from `git worktree add`): its "
+        "analyze runs beside this one, for before/after figures in one run",
+    )
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -306,7 +334,10 @@ def main(argv: list[str] | None = None) -> int:
     for tag in ("many", "one"):
         if tag in datasets:
             specs[f"analyze@{tag}"] = ("analyze", datasets[tag]["path"])
-    runs = measure(specs, args.reps)
+    if args.baseline:
+        for tag, data in datasets.items():
+            specs[f"baseline@{tag}"] = ("baseline", data["path"])
+    runs = measure(specs, args.reps, args.baseline)
     check_agreement(runs, {t: d for t, d in datasets.items()})
     figures = size_figures("base", runs, datasets["base"])
     if "large" in datasets:
@@ -323,6 +354,8 @@ def main(argv: list[str] | None = None) -> int:
         figures.append(
             Figure("many small files / one file", many / one, "<= 2", many / one <= 2, "x", note)
         )
+    if args.baseline:
+        figures += baseline_figures(runs, datasets)
     sizes = {
         t: {"bytes": d["bytes"], "lines": d["lines"], "files": d["files"]}
         for t, d in datasets.items()

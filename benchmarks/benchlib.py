@@ -61,12 +61,18 @@ class ChildRun:
     maxrss_mb: float
 
 
-def run_child(argv: list[str]) -> ChildRun:
+def run_child(argv: list[str], env: dict[str, str] | None = None) -> ChildRun:
     """Run a child that prints one JSON object as its last line. Its peak RSS comes from
     wait4, for this child alone (RUSAGE_CHILDREN would keep the largest child seen so far)."""
     start = time.perf_counter()
     with tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err)
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            env=None if env is None else {**os.environ, **env},
+        )
         assert proc.stdout is not None
         out = proc.stdout.read()
         _pid, status, usage = os.wait4(proc.pid, 0)
