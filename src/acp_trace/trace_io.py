@@ -10,9 +10,10 @@ from __future__ import annotations
 import base64
 import glob
 import os
+from array import array
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
-from itertools import groupby
+from itertools import groupby, repeat
 from pathlib import Path
 from typing import Any
 
@@ -137,8 +138,11 @@ def _trace_column(traces: tuple[str, ...]) -> pl.Expr | pl.Series:
     runs = [(name, sum(1 for _ in group)) for name, group in groupby(traces)]
     if len(runs) == 1:
         return pl.lit(runs[0][0], dtype=pl.String).alias("trace")
-    parts = [pl.repeat(name, count, eager=True, dtype=pl.String) for name, count in runs]
-    return pl.concat(parts).alias("trace")
+    names = pl.Series("trace", [name for name, _ in runs], dtype=pl.String)
+    index = array("I")
+    for number, (_, count) in enumerate(runs):
+        index.extend(repeat(number, count))
+    return names.gather(pl.Series(index, dtype=pl.UInt32))
 
 
 def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
