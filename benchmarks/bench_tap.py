@@ -144,7 +144,7 @@ def throughput(
         raw[str(size)] = {"mb_per_s": rates, "recorded_fraction": recorded, "encode": encode}
         ratio = med["tap"] / med["direct"]
         speeds = ", ".join(f"{v} {x:.0f}" for v, x in med.items())
-        note = f"MB/s: {speeds}; the tap recorded {min(recorded):.0%} of the lines or more"
+        note = f"MB/s: {speeds}; the tap recorded at least {min(recorded):.0%} of the lines"
         label = f"{_size_label(size)} lines"
         figures.append(
             Figure(f"{label}: tap / direct throughput", ratio, ">= 0.5", ratio >= 0.5, "x", note)
