@@ -13,6 +13,9 @@ work after its imports, and its peak RSS comes from wait4. Variants:
 - ndjson: `polars.read_ndjson` of every line with the envelope's schema (seq, t_ns, src);
 - orjson: `orjson.loads` of every line in a Python loop that does nothing else;
 - plain: plain_replays.py, the json module and dicts (the same outcome logic, simplest form);
+- ndjson-fields: `polars.read_ndjson` with a schema that also takes the message fields the
+  analyzer needs (method, id, sessions, update kind, messageId, error code): what a native
+  reader would pay at least (reference, no target);
 - fields: `orjson.loads` of every line plus taking the fields the analyzer needs (method, id,
   sessions, update kind) into row tuples, nothing else: the floor of any reader that parses
   line by line in Python, as acp_trace's does (shown for reference, no target).
@@ -70,6 +73,9 @@ def child(variant: str, paths: list[str]) -> dict[str, Any]:
     elif variant == "ndjson":
         schema = {k: getattr(pl, v) for k, v in ENVELOPE.items()}
         out["rows"] = sum(pl.read_ndjson(f, schema=schema).height for f in files)
+    elif variant == "ndjson-fields":
+        schema = native_fields_schema()
+        out["rows"] = sum(pl.read_ndjson(f, schema=schema).height for f in files)
     elif variant == "orjson":
         rows = 0
         for f in files:
@@ -88,6 +94,25 @@ def child(variant: str, paths: list[str]) -> dict[str, Any]:
         raise SystemExit(f"unknown variant {variant}")
     out["seconds"] = time.perf_counter() - start
     return out
+
+
+def native_fields_schema() -> dict[str, Any]:
+    """The envelope plus the message fields the analyzer reads, as a polars schema."""
+    import polars as pl
+
+    def struct(**fields: Any) -> Any:
+        return pl.Struct(fields)
+
+    update = struct(sessionUpdate=pl.String, sessionId=pl.String, messageId=pl.String)
+    msg = struct(
+        jsonrpc=pl.String,
+        id=pl.String,
+        method=pl.String,
+        params=struct(sessionId=pl.String, update=update),
+        result=struct(sessionId=pl.String),
+        error=struct(code=pl.Int64, data=struct(sessionId=pl.String)),
+    )
+    return {"seq": pl.Int64, "t_ns": pl.Int64, "src": pl.String, "msg": msg}
 
 
 def fields_floor(path: str) -> list[tuple[Any, ...]]:
@@ -193,6 +218,7 @@ def size_figures(tag: str, runs: dict[str, list[ChildRun]], data: dict[str, Any]
     parse = min(ndjson, orj)
     plain = secs(runs[f"plain@{tag}"])
     floor = secs(runs[f"fields@{tag}"])
+    native = secs(runs[f"ndjson-fields@{tag}"])
     mb = data["bytes"] / 1e6
     mem = peak(runs[f"analyze@{tag}"]) * 1024 * 1024 / data["bytes"]
     what = f"{mb:.3g} MB"
@@ -209,6 +235,14 @@ def size_figures(tag: str, runs: dict[str, list[ChildRun]], data: dict[str, Any]
         Figure(f"{what}: plain loop s", plain, "-", None, " s"),
         Figure(
             f"{what}: analyze / fields floor", e2e / floor, "-", None, "x", f"floor {floor:.2f} s"
+        ),
+        Figure(
+            f"{what}: native fields / parse-only",
+            native / parse,
+            "-",
+            None,
+            "x",
+            f"read_ndjson with the message fields {native:.2f} s",
         ),
         Figure(f"{what}: analyze / parse-only", e2e / parse, "<= 2", e2e / parse <= 2, "x"),
         Figure(
@@ -329,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
     specs: dict[str, tuple[str, str]] = {}
     for tag in ("base", "large"):
         if tag in datasets:
-            for variant in ("analyze", "ndjson", "orjson", "plain", "fields"):
+            for variant in ("analyze", "ndjson", "orjson", "plain", "fields", "ndjson-fields"):
                 specs[f"{variant}@{tag}"] = (variant, datasets[tag]["path"])
     for tag in ("many", "one"):
         if tag in datasets:
