@@ -1,119 +1,21 @@
-"""Replays: one pass over a timeline that finds every resume/load window, matches markers, and
-measures each replaying request per session (rules.md: outcomes and timings).
-
-The pass records facts (windows, what each marker turned out to be, concurrent replays,
-history after a v1 load response); `checks` turns facts into findings and `replays_table`
-turns windows into the public replays table.
-"""
+"""The replay pass: one walk over a trace's rows that opens and closes resume/load windows,
+counts what each covered session receives, and matches every marker (rules.md)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from itertools import groupby
 from operator import itemgetter
 from typing import Any
 
 import polars as pl
 
-from acp_trace.jsonrpc import BLOCKING_AGENT_REQUESTS, INVALID_PARAMS, MESSAGE_KINDS, loads
+from acp_trace.jsonrpc import BLOCKING_AGENT_REQUESTS, loads
+from acp_trace.replays.model import Facts, MarkerFact, SessionStats, Window
+from acp_trace.replays.rows import pass_rows
 
 RESUME_METHODS = ("session/resume", "session/load")
 NEW_METHODS = ("session/new", "session/fork")
-
-
-@dataclass
-class SessionStats:
-    """What one session did inside one window (the parent session or an announced child)."""
-
-    session: str
-    parent: str | None = None
-    announce_row: int | None = None
-    was_active: bool = False
-    marker_row: int | None = None
-    marker_before_announce: bool = False
-    first_update_row: int | None = None
-    last_history_row: int | None = None
-    first_history_row: int | None = None
-    state_row: int | None = None
-    history_updates: int = 0
-    history_bytes: int = 0
-    live_updates: int = 0
-    live_rows: list[int] = field(default_factory=list)
-    request_rows: list[int] = field(default_factory=list)
-    missing_id_rows: list[int] = field(default_factory=list)
-
-
-@dataclass
-class Window:
-    """A session/resume or session/load request, from the request to its response or the end."""
-
-    index: int
-    trace: str
-    req_row: int
-    request_id: str | None
-    method: str
-    session: str
-    protocol: int | None
-    replaying: bool  # a replaying resume (v2 with cursor) or a v1 load
-    expects_marker: bool  # v2 replaying resume, or v1 load with --marker-meta
-    v2: bool
-    cursor: Any
-    was_active: bool
-    end_row: int | None = None
-    end: str = "open"  # response | error | connection | open
-    error_code: int | None = None
-    sessions: dict[str, SessionStats] = field(default_factory=dict)
-
-    @property
-    def is_open(self) -> bool:
-        return self.end == "open"
-
-    @property
-    def succeeded(self) -> bool:
-        return self.end == "response"
-
-
-@dataclass(frozen=True)
-class MarkerFact:
-    """A marker row and what it is: matched, duplicate, late, unexpected or before_announce."""
-
-    row: int
-    trace: str
-    session: str | None
-    status: str
-    window: int | None  # the window it matched (or that covered the session, for late)
-
-
-@dataclass
-class Facts:
-    """Everything the replay pass found in a timeline."""
-
-    windows: list[Window] = field(default_factory=list)
-    markers: list[MarkerFact] = field(default_factory=list)
-    concurrent: list[tuple[int, int]] = field(default_factory=list)  # (request row, window)
-    load_after: list[tuple[int, list[int]]] = field(default_factory=list)  # (window, rows)
-
-
-COLUMNS = (
-    "row",
-    "trace",
-    "src",
-    "kind",
-    "method",
-    "id",
-    "session",
-    "update_class",
-    "update_kind",
-    "update_session",
-    "peer_row",
-    "error_code",
-    "bytes",
-    "event",
-    "text",
-    "protocol",
-    "has_message_id",
-)
 
 
 def collect(tl: pl.DataFrame, *, v1_markers: bool = False) -> Facts:
@@ -123,74 +25,10 @@ def collect(tl: pl.DataFrame, *, v1_markers: bool = False) -> Facts:
     """
     facts = Facts()
     msgs = tl["msg"]
-    rows = _pass_rows(tl).iter_rows(named=True)
+    rows = pass_rows(tl).iter_rows(named=True)
     for _trace, trace_rows in groupby(rows, key=itemgetter("trace")):
         _Pass(facts, msgs, v1_markers).run(trace_rows)
     return facts
-
-
-PASS_KINDS = ("request", "response", "error", "notification", "event")
-
-
-def _pass_rows(tl: pl.DataFrame) -> pl.DataFrame:
-    """The rows the pass reads, trace by trace (in order of first appearance), with each run of
-    consecutive plain history updates of one session folded into one row (`plain`): its first
-    row, `last_row`, `count`, `bytes_sum`, the `no_id_rows` without messageId and all `rows`.
-    A plain update changes no state but its session's counts, so a run counts at once."""
-    runs = _runs(tl)
-    heads = tl.select(COLUMNS[:-1])[runs["row"]]  # the first row of each run, all its columns
-    folded = heads.hstack(runs.drop("row").get_columns())
-    first_seen = pl.int_range(pl.len()).first().over("trace")
-    return folded.sort(first_seen, maintain_order=True)
-
-
-def _runs(tl: pl.DataFrame) -> pl.DataFrame:
-    """One row per run (see `_pass_rows`), computed from a few narrow columns of the rows the
-    pass reads (the timeline itself, `msg` above all, is not copied)."""
-    has_id = pl.col("msg").str.json_path_match("$.params.update.messageId").is_not_null()
-    session, trace, row = pl.col("session"), pl.col("trace"), pl.col("row")
-    plain = (
-        (pl.col("kind") == "notification")
-        & (pl.col("src") == "agent")
-        & (pl.col("method") == "session/update")
-        & (pl.col("update_class") == "history")
-        & (pl.col("update_kind") != "subagent_update")
-        & (session.fill_null("") != "")
-    ).fill_null(False)
-    narrow = (
-        tl.lazy()
-        .filter(pl.col("kind").is_in(PASS_KINDS))
-        .select(
-            row,
-            trace,
-            session,
-            pl.col("bytes"),
-            pl.when(pl.col("update_kind").is_in(sorted(MESSAGE_KINDS)))
-            .then(has_id)
-            .otherwise(None)
-            .alias("has_message_id"),
-            plain.alias("plain"),
-        )
-        .collect()
-    )
-    is_plain = pl.col("plain")
-    starts = ~is_plain | ~is_plain.shift(1, fill_value=False)
-    starts = starts | (session != session.shift(1)) | (trace != trace.shift(1))
-    return (
-        narrow.with_columns(starts.fill_null(True).cum_sum().alias("run"))
-        .group_by("run", maintain_order=True)
-        .agg(
-            row.first(),
-            pl.col("has_message_id").first(),
-            is_plain.first(),
-            row.last().alias("last_row"),
-            pl.len().alias("count"),
-            pl.col("bytes").sum().alias("bytes_sum"),
-            row.filter(pl.col("has_message_id").not_()).alias("no_id_rows"),
-            row.alias("rows"),
-        )
-        .drop("run")
-    )
 
 
 class _Pass:
@@ -433,100 +271,3 @@ def _count_history(w: Window, stats: SessionStats, run: dict[str, Any]) -> None:
     stats.last_history_row = run["last_row"]
     if w.v2 and w.replaying:
         stats.missing_id_rows.extend(run["no_id_rows"])
-
-
-# ---------------------------------------------------------------- the public replays table
-
-REPLAY_SCHEMA: dict[str, Any] = {
-    "trace": pl.String,
-    "session": pl.String,
-    "parent_session": pl.String,
-    "request_id": pl.String,
-    "method": pl.String,
-    "protocol": pl.Int64,
-    "agent": pl.String,
-    "agent_version": pl.String,
-    "outcome": pl.String,
-    "first_update_ms": pl.Float64,
-    "marker_ms": pl.Float64,
-    "last_history_ms": pl.Float64,
-    "state_ms": pl.Float64,
-    "response_ms": pl.Float64,
-    "marker_to_response_ms": pl.Float64,
-    "last_history_to_response_ms": pl.Float64,
-    "history_updates": pl.Int64,
-    "history_bytes": pl.Int64,
-    "live_updates": pl.Int64,
-}
-
-
-def outcome(w: Window, stats: SessionStats) -> str:
-    """The outcome of a replaying request for one session (rules.md)."""
-    marked = stats.marker_row is not None
-    if w.end == "open":
-        return "open"
-    if w.method == "session/load":
-        return "v1_loaded" if w.succeeded else "v1_failed"
-    if w.succeeded:
-        return "complete" if marked else "unmarked"
-    if marked:
-        return "complete_failed"
-    if w.end == "error" and w.error_code == INVALID_PARAMS:
-        return "rejected"
-    return "truncated"
-
-
-def replays_table(tl: pl.DataFrame, facts: Facts) -> pl.DataFrame:
-    """One row per replaying request and session, children included (rules.md fields)."""
-    t_ms = tl["t_ms"]
-    agents = tl.select("trace", "agent", "agent_version").unique("trace")
-    info = {t: (a, v) for t, a, v in agents.iter_rows()}
-    rows = []
-    for w in facts.windows:
-        if not w.replaying:
-            continue
-        for stats in w.sessions.values():
-            rows.append(_replay_row(w, stats, t_ms, info.get(w.trace, (None, None))))
-    return pl.DataFrame(rows, schema=REPLAY_SCHEMA, orient="row")
-
-
-def _replay_row(
-    w: Window,
-    stats: SessionStats,
-    t_ms: pl.Series,
-    agent: tuple[str | None, str | None],
-) -> tuple[Any, ...]:
-    def at(row: int | None) -> float | None:
-        if row is None:
-            return None
-        start, value = t_ms[w.req_row], t_ms[row]
-        return None if start is None or value is None else value - start
-
-    response = w.end_row if w.end in ("response", "error") else None
-    marker = stats.marker_row
-    response_ms, marker_ms, last_ms = at(response), at(marker), at(stats.last_history_row)
-    return (
-        w.trace,
-        stats.session,
-        stats.parent,
-        w.request_id,
-        w.method,
-        w.protocol,
-        agent[0],
-        agent[1],
-        outcome(w, stats),
-        at(stats.first_update_row),
-        marker_ms,
-        last_ms,
-        at(stats.state_row),
-        response_ms,
-        _diff(response_ms, marker_ms),
-        _diff(response_ms, last_ms),
-        stats.history_updates,
-        stats.history_bytes,
-        stats.live_updates,
-    )
-
-
-def _diff(later: float | None, earlier: float | None) -> float | None:
-    return None if later is None or earlier is None else later - earlier
