@@ -8,7 +8,8 @@ import polars as pl
 import pytest
 
 import acp_trace
-from acp_trace.timeline import agent_name_from_command, summarize
+from acp_trace.summary import summarize
+from acp_trace.timeline import agent_name_from_command
 from tracebuilder import TraceBuilder
 
 

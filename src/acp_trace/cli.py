@@ -61,7 +61,7 @@ def _progress(label: str) -> Callable[[int, int], None] | None:
 def summary(traces: Traces, source_format: From = None) -> None:
     """Per trace: agent, protocol, sessions, message counts, duration, stderr and malformed lines."""
     from acp_trace.report import format_summary
-    from acp_trace.timeline import summarize
+    from acp_trace.summary import summarize
     from acp_trace.trace_io import read_trace
 
     records = read_trace(traces, fmt=source_format, progress=_progress("reading"))
