@@ -145,7 +145,9 @@ def test_a_cut_record_never_shows_a_secret() -> None:
 def test_no_redaction_keeps_the_original_bytes() -> None:
     """Without redaction the payload splices the original JSON bytes."""
     line = json.dumps(request("authenticate", {"methodId": "k", "key": SECRET})).encode()
-    assert trace_writer.line_payload(line, "client", redact=False, max_bytes=None) == b'"msg":' + line
+    assert (
+        trace_writer.line_payload(line, "client", redact=False, max_bytes=None) == b'"msg":' + line
+    )
 
 
 def test_huge_integers_survive_redaction() -> None:
@@ -172,3 +174,18 @@ def test_lone_surrogates_survive_redaction() -> None:
     found = redact.redact_line(line)
     assert found is not None
     assert json.loads(found[0])["params"] == {"methodId": "\ud800", "k": "<redacted>"}
+
+
+def test_only_client_lines_are_redacted() -> None:
+    """The redacted methods are client requests, so the agent's lines are recorded as they came."""
+    line = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "authenticate",
+            "params": {"methodId": "k", "key": "s"},
+        }
+    ).encode()
+    assert b"<redacted>" in trace_writer.line_payload(line, "client", redact=True, max_bytes=None)
+    agent = trace_writer.line_payload(line, "agent", redact=True, max_bytes=None)
+    assert agent == b'"msg":' + line

@@ -79,16 +79,24 @@ def collect_turns(tl: pl.DataFrame, facts: Facts) -> TurnFacts:
     """Follow every prompt turn of every trace through its updates and response."""
     out = TurnFacts()
     resume_spans = _resume_spans(facts)
-    rows = tl.filter(
-        (pl.col("method") == "session/prompt")
-        | pl.col("request_method").is_in(["session/prompt"])
-        | pl.col("update_kind").is_in([*AGENT_OUTPUT_KINDS, "session_info_update", "state_update"])
-    ).filter(pl.col("session").is_not_null())
+    cols = ("row", "trace", "src", "kind", "session", "update_kind", "peer_row", "protocol")
+    rows = (
+        tl.lazy()  # narrow columns first: filtering the whole table would copy every message
+        .filter(
+            (pl.col("method") == "session/prompt")
+            | (pl.col("request_method") == "session/prompt")
+            | pl.col("update_kind").is_in(
+                [*AGENT_OUTPUT_KINDS, "session_info_update", "state_update"]
+            )
+        )
+        .filter(pl.col("session").is_not_null())
+        .select(cols)
+        .collect()
+    )
     msgs = tl["msg"]
     open_turns: dict[tuple[str, str], Turn] = {}
     by_req: dict[int, Turn] = {}
-    cols = ("row", "trace", "src", "kind", "session", "update_kind", "peer_row", "protocol")
-    for row, trace, src, kind, session, uk, peer, protocol in rows.select(cols).iter_rows():
+    for row, trace, src, kind, session, uk, peer, protocol in rows.iter_rows():
         key = (trace, session)
         if kind == "request" and src == "client":
             turn = Turn(trace, session, protocol, row)

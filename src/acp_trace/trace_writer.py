@@ -145,7 +145,8 @@ def line_payload(line: bytes, src: str, *, redact: bool, max_bytes: int | None) 
     """The payload of a recorded line: redacted when it holds secrets, stderr always text."""
     if src == "stderr":
         return _text_payload(line, max_bytes)
-    found = redact_line(line) if redact else None
+    # Every redacted method is a client request: the agent's lines need no scan.
+    found = redact_line(line) if redact and src == "client" else None
     if found is None:
         return encode_payload(line, max_bytes)  # NaN, Infinity are not JSON: text
     body, paths = found
