@@ -107,6 +107,21 @@ def message_kind(msg: Any) -> str:
     return "error" if "error" in msg else "response"
 
 
+def as_str(value: Any) -> str | None:
+    """A JSON value if it is a string, else None."""
+    return value if isinstance(value, str) else None
+
+
+def as_int(value: Any) -> int | None:
+    """A JSON value if it is an integer (not a boolean), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    """A JSON value if it is an object, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
 def id_key(value: Any) -> str:
     """A canonical text for a JSON-RPC id that keeps its type: `1` and `"1"` differ."""
     return orjson.dumps(value).decode()

@@ -12,7 +12,7 @@ from typing import Any
 
 import polars as pl
 
-from acp_trace.jsonrpc import ACCEPTANCE_META_KEY, loads
+from acp_trace.jsonrpc import ACCEPTANCE_META_KEY, as_str, loads
 from acp_trace.replays import Facts
 
 AGENT_OUTPUT_KINDS = (
@@ -119,7 +119,7 @@ def _answer(
         turn.end_row = row
         result = loads(msgs[row]).get("result")
         if isinstance(result, dict):
-            turn.stop_reason = _str(result.get("stopReason"))
+            turn.stop_reason = as_str(result.get("stopReason"))
             turn.cancelled_with_uuid = _cancelled_with_uuid(result)
         if open_turns.get(key) is turn:
             del open_turns[key]
@@ -154,7 +154,7 @@ def _turn_update(
     if turn is None or not idle or _inside(resume_spans.get(key, []), row):
         return
     turn.end_row = row
-    turn.stop_reason = _str(update.get("stopReason"))
+    turn.stop_reason = as_str(update.get("stopReason"))
     turn.cancelled_with_uuid = _cancelled_with_uuid(update)
     del open_turns[key]
 
@@ -192,10 +192,6 @@ def _resume_spans(facts: Facts) -> dict[tuple[str, str], list[tuple[int, int]]]:
 
 def _inside(spans: list[tuple[int, int]], row: int) -> bool:
     return any(start < row < end for start, end in spans)
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 TURN_SCHEMA: dict[str, Any] = {

@@ -6,7 +6,7 @@ from typing import Any
 
 import polars as pl
 
-from acp_trace.jsonrpc import loads
+from acp_trace.jsonrpc import as_int, loads
 from acp_trace.timeline import Connection, connections
 
 
@@ -79,12 +79,8 @@ def _summary_row(trace: str, part: pl.DataFrame, conn: Connection) -> tuple[Any,
         malformed,
         lost,
         dropped,
-        _int_or_none(last_exit.get("code")),
-        _int_or_none(last_exit.get("signal")),
+        as_int(last_exit.get("code")),
+        as_int(last_exit.get("signal")),
         _counts(messages, "method"),
         _counts(messages, "update_kind"),
     )
-
-
-def _int_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None

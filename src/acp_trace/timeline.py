@@ -22,7 +22,16 @@ from typing import Any
 
 import polars as pl
 
-from acp_trace.jsonrpc import HISTORY_KINDS, LIVE_KINDS, MARKER_KIND, loads, other_side
+from acp_trace.jsonrpc import (
+    HISTORY_KINDS,
+    LIVE_KINDS,
+    MARKER_KIND,
+    as_dict,
+    as_int,
+    as_str,
+    loads,
+    other_side,
+)
 
 
 @dataclass(frozen=True)
@@ -232,31 +241,23 @@ def connections(records: pl.DataFrame) -> dict[str, Connection]:
 def _connection(
     trace: str, request: str | None, response: str | None, header: str | None
 ) -> Connection:
-    params = _dict(loads(request).get("params")) if request else {}
-    client_info = _dict(params.get("clientInfo") or params.get("info"))
-    result = _dict(loads(response).get("result")) if response else {}
+    params = as_dict(loads(request).get("params")) if request else {}
+    client_info = as_dict(params.get("clientInfo") or params.get("info"))
+    result = as_dict(loads(response).get("result")) if response else {}
     version = result.get("protocolVersion")
-    info = _dict(result.get("info") or result.get("agentInfo"))
+    info = as_dict(result.get("info") or result.get("agentInfo"))
     name = info.get("name")
     if name is None and header:
-        command = _dict(loads(header)).get("command")
+        command = as_dict(loads(header)).get("command")
         if isinstance(command, list) and command and all(isinstance(w, str) for w in command):
             name = agent_name_from_command(command)
     return Connection(
         trace=trace,
-        protocol=version if isinstance(version, int) and not isinstance(version, bool) else None,
-        agent=name if isinstance(name, str) else None,
-        agent_version=_str_or_none(info.get("version")),
-        client=_str_or_none(client_info.get("name")),
+        protocol=as_int(version),
+        agent=as_str(name),
+        agent_version=as_str(info.get("version")),
+        client=as_str(client_info.get("name")),
     )
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _str_or_none(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 def agent_name_from_command(command: list[str]) -> str:

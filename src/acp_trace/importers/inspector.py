@@ -19,6 +19,7 @@ from acp_trace.importers._common import (
     ndjson,
     rfc3339_ms,
 )
+from acp_trace.jsonrpc import as_int
 
 FORMAT = "acp-inspector-trace"
 SIDES = {"client -> agent": "client", "agent -> client": "agent"}
@@ -36,10 +37,6 @@ def is_frame(value: Any) -> bool:
     return isinstance(value, dict) and isinstance(value.get("frame"), str) and "direction" in value
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def _header_fields(path: Path, head: dict[str, Any] | None) -> dict[str, Any]:
     """What every converted trace's header says about the export as a whole."""
     if head is None:
@@ -47,8 +44,8 @@ def _header_fields(path: Path, head: dict[str, Any] | None) -> dict[str, Any]:
     if head.get("version") != 1:
         found = head.get("version")
         raise InputError(f"{path}: expected {FORMAT} version 1, found version {found!r}")
-    out: dict[str, Any] = {"dropped": _int(head.get("dropped"))}
-    exported = _int(head.get("at"))
+    out: dict[str, Any] = {"dropped": as_int(head.get("dropped"))}
+    exported = as_int(head.get("at"))
     if exported is not None:
         out["exported_at"] = rfc3339_ms(exported)
     return out
@@ -64,7 +61,7 @@ def convert(path: Path, text: str) -> list[TraceBuilder]:
     head = entries[0][1] if entries and is_header(entries[0][1]) else None
     body = entries[1:] if head is not None else entries
     frames = [v for _, v in body if is_frame(v)]
-    stamps = [at for v in frames if (at := _int(v.get("at"))) is not None]
+    stamps = [at for v in frames if (at := as_int(v.get("at"))) is not None]
     at0 = stamps[0] if stamps else None
     common = {
         "imported_from": "inspector",
@@ -103,7 +100,7 @@ def _frame(builders: dict[str, TraceBuilder], value: Any, at0: int | None) -> st
         return f"unknown direction {value['direction']!r}"
     if value.get("encoding", "utf8") != "utf8":
         return f"unsupported encoding {value.get('encoding')!r}"
-    at = _int(value.get("at"))
+    at = as_int(value.get("at"))
     t_ns = None if at is None or at0 is None else (at - at0) * 1_000_000
     builders[_connection_key(value)].record(t_ns, src, message_payload(value["frame"]))
     return None
