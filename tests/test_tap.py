@@ -12,6 +12,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -481,6 +482,18 @@ def test_split_lines_keeps_the_unfinished_line() -> None:
     assert tap.split_lines(pending, b"ab") == []
     assert tap.split_lines(pending, b"c\nd\n\ne") == [b"abc", b"d", b""]
     assert pending == b"e"
+
+
+def test_a_waiting_writer_finds_a_line_queued_without_a_wake_up() -> None:
+    """A line queued while the writer waits reaches it although put() does not wake it."""
+    queue = trace_writer.ByteQueue(limit=1 << 20)
+    got: list[list[trace_writer.Item] | None] = []
+    reader = threading.Thread(target=lambda: got.append(queue.take(1 << 20)))
+    reader.start()
+    queue.put(trace_writer.Item(1, 0, "agent", b"x"), 65)
+    reader.join(timeout=30)
+    assert not reader.is_alive() and got and got[0] is not None
+    assert [item.data for item in got[0]] == [b"x"]
 
 
 def test_a_full_queue_drops_records_and_says_how_many() -> None:

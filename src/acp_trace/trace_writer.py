@@ -26,6 +26,7 @@ from acp_trace.redact import redact_line
 from acp_trace.trace_io import encode_event, encode_payload, encode_record, utc_now_rfc3339
 
 BATCH_BYTES = 4 << 20
+WRITER_WAKE = 0.005  # seconds: how long a queued line may wait for the writer
 RECORD_OVERHEAD = 64
 
 
@@ -57,16 +58,20 @@ class ByteQueue:
             return not self._items or self._size + size <= self._limit
 
     def put(self, item: Item, size: int) -> None:
+        """Queue an item. The writer is woken only when a quarter of the bound waits; otherwise
+        it finds the item within WRITER_WAKE seconds, so forwarding pays no thread wake-up."""
         with self._cond:
             if not self._closed:
                 self._items.append((item, size))
                 self._size += size
-                self._cond.notify()
+                if self._size >= self._limit // 4:
+                    self._cond.notify()
 
     def take(self, max_bytes: int) -> list[Item] | None:
         """The next batch (at least one item); None once closed and empty."""
         with self._cond:
-            self._cond.wait_for(lambda: self._items or self._closed)
+            while not self._items and not self._closed:
+                self._cond.wait(WRITER_WAKE)
             batch: list[Item] = []
             taken = 0
             while self._items and (not batch or taken < max_bytes):
