@@ -126,3 +126,39 @@ def test_non_standard_constants_are_text(line: bytes) -> None:
     from acp_trace.trace_io import encode_payload
 
     assert encode_payload(line).startswith(b'"text":')
+
+
+@pytest.mark.parametrize(
+    ("record", "msg"),
+    [
+        (
+            b'{"msg": {"jsonrpc": "2.0", "method": "x", "params": {"t": "a}\\"b"}} , "seq": 1, "t_ns": 1, "src": "agent"}',
+            '{"jsonrpc": "2.0", "method": "x", "params": {"t": "a}\\"b"}}',
+        ),
+        (
+            b'{"seq":1,"msg":{"jsonrpc":"2.0","method":"x"},"t_ns":1,"src":"agent"}',
+            '{"jsonrpc":"2.0","method":"x"}',
+        ),
+    ],
+)
+def test_msg_anywhere_in_the_record_keeps_its_bytes(
+    tmp_path: Path, record: bytes, msg: str
+) -> None:
+    """A hand-written record may put msg first; its text and byte size are still as written."""
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(HEADER + record + b"\n")
+    row = acp_trace.read_trace(path).filter(seq=1).row(0, named=True)
+    assert row["msg"] == msg and row["bytes"] == len(msg.encode())
+
+
+def test_batch_elements_keep_their_bytes(tmp_path: Path) -> None:
+    """Each element of a batch line keeps its own text and byte size, spaces and all."""
+    path = tmp_path / "t.jsonl"
+    body = b'[ {"jsonrpc": "2.0", "id": 1, "method": "a"} ,{"jsonrpc":"2.0","method":"b, [c]"}]'
+    path.write_bytes(HEADER + b'{"seq":1,"t_ns":1,"src":"client","msg":' + body + b"}\n")
+    rows = acp_trace.read_trace(path).filter(seq=1)
+    assert rows["msg"].to_list() == [
+        '{"jsonrpc": "2.0", "id": 1, "method": "a"}',
+        '{"jsonrpc":"2.0","method":"b, [c]"}',
+    ]
+    assert rows["bytes"].to_list() == [42, 35]

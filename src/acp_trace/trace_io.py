@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import glob
 import os
+import re
 from array import array
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
@@ -324,8 +325,10 @@ def _add_messages(
     value, seq, t_ns, src = rec["msg"], rec["seq"], rec.get("t_ns"), rec["src"]
     truncated = bool(rec.get("truncated", False))
     if isinstance(value, list) and value and all(is_message(m) for m in value):
+        text, _size = _msg_text(line, rec)
+        spans = _element_spans(text.encode())
         for part, item in enumerate(value):
-            data = orjson.dumps(item)
+            data = spans[part] if len(spans) == len(value) else orjson.dumps(item)
             fields = _fields(item)
             tail = (len(data), truncated, None, data.decode(), None)
             cols.rows.append((trace, number, seq, part, t_ns, src, *fields, *tail))
@@ -338,16 +341,71 @@ def _add_messages(
 
 
 def _msg_text(line: bytes, rec: dict[str, Any]) -> tuple[str, int]:
-    """The `msg` value's text exactly as it stands in the record line, and its UTF-8 size."""
-    if next(reversed(rec)) == "msg":
-        start = line.find(b'"msg"')
-        colon = line.find(b":", start + 5)
-        end = line.rstrip().rfind(b"}")
-        if start >= 0 and 0 <= colon < end:
-            data = line[colon + 1 : end].strip()
+    """The `msg` value's text exactly as it stands in the record line, and its UTF-8 size.
+
+    The writer puts `msg` last, so it ends at the record's closing brace; a record written by
+    hand may put it anywhere, and then its value is scanned for where it ends.
+    """
+    start = line.find(b'"msg"')
+    colon = line.find(b":", start + 5) if start >= 0 else -1
+    if colon >= 0:
+        if next(reversed(rec)) == "msg":
+            end = line.rstrip().rfind(b"}")
+        else:
+            end = _value_end(line, _skip_space(line, colon + 1))
+        data = line[colon + 1 : end].strip()
+        if data:
             return data.decode("utf-8"), len(data)
     data = orjson.dumps(rec["msg"])
     return data.decode(), len(data)
+
+
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
+_SPACE = b" \t\r\n"
+
+
+def _skip_space(text: bytes, i: int) -> int:
+    while i < len(text) and text[i] in _SPACE:
+        i += 1
+    return i
+
+
+def _value_end(text: bytes, i: int) -> int:
+    """The index just past the JSON value that starts at `i` (strings are jumped whole)."""
+    depth = 0
+    while i < len(text):
+        char = text[i : i + 1]
+        if char == b'"':
+            match = _STRING.match(text, i)
+            i = match.end() if match else len(text)
+            if depth == 0:
+                return i
+            continue
+        if char in (b"{", b"["):
+            depth += 1
+        elif char in (b"}", b"]"):
+            if depth == 0:
+                return i
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        elif depth == 0 and (char == b"," or char in (b" ", b"\t", b"\r", b"\n")):
+            return i
+        i += 1
+    return i
+
+
+def _element_spans(array: bytes) -> list[bytes]:
+    """The text of each element of a JSON array, as written."""
+    spans: list[bytes] = []
+    i = _skip_space(array, 1)
+    while i < len(array) and array[i : i + 1] != b"]":
+        end = _value_end(array, i)
+        spans.append(array[i:end])
+        i = _skip_space(array, end)
+        if array[i : i + 1] == b",":
+            i = _skip_space(array, i + 1)
+    return spans
 
 
 def _fields(msg: Any) -> tuple[Any, ...]:
