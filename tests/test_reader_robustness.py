@@ -123,7 +123,7 @@ def test_out_of_range_numbers_are_malformed(tmp_path: Path) -> None:
 @pytest.mark.parametrize("line", [b"NaN", b"Infinity", b'{"x": -Infinity}'])
 def test_non_standard_constants_are_text(line: bytes) -> None:
     """NaN and Infinity are not JSON: such a line is recorded as text, so the trace stays JSON."""
-    from acp_trace.trace_io import encode_payload
+    from acp_trace.trace_format import encode_payload
 
     assert encode_payload(line).startswith(b'"text":')
 

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from acp_trace import trace_writer
 from acp_trace.jsonrpc import is_message
-from acp_trace.trace_io import encode_header, read_trace
+from acp_trace.trace_format import encode_header
+from acp_trace.trace_io import read_trace
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),

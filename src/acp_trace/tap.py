@@ -29,9 +29,7 @@ from acp_trace import __version__
 from acp_trace.errors import RecordError
 from acp_trace.redact import NO_POLICY, POLICY
 from acp_trace.trace_file import create_trace
-from acp_trace.trace_io import (
-    encode_header,
-)
+from acp_trace.trace_format import encode_header
 from acp_trace.trace_writer import ByteQueue, Stamper, TraceWriter, encode_item
 
 DEFAULT_GRACE = 3.0

@@ -1,4 +1,4 @@
-"""Trace format v1 (docs/trace-format.md): encoding records for the writer, reading them back.
+"""Reading traces of format v1 (docs/trace-format.md); trace_format.py writes them.
 
 The reader turns one or more trace files into one flat polars DataFrame with a row per
 message (a batch line gives one row per element), per text line, per tap event, per header
@@ -10,10 +10,8 @@ from __future__ import annotations
 import base64
 import glob
 import os
-import re
 from array import array
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
 from itertools import groupby, repeat
 from pathlib import Path
 from typing import Any
@@ -23,9 +21,8 @@ import polars as pl
 
 from acp_trace.errors import InputError
 from acp_trace.jsonrpc import id_key, is_message, loads, message_kind
+from acp_trace.trace_format import FORMAT_VERSION, SOURCES, element_spans, msg_text
 
-FORMAT_VERSION = 1
-SOURCES = ("client", "agent", "stderr", "tap")
 TRACE_SUFFIXES = (".jsonl", ".ndjson", ".json", ".jsons", ".log", ".trace")
 
 SCHEMA: dict[str, Any] = {
@@ -49,58 +46,6 @@ SCHEMA: dict[str, Any] = {
     "text": pl.String,
 }
 COLUMNS = tuple(SCHEMA)
-
-# ---------------------------------------------------------------- writing
-
-
-def utc_now_rfc3339() -> str:
-    """The current UTC time as RFC 3339 with microseconds, e.g. 2026-11-30T10:11:06.123456Z."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def encode_header(fields: dict[str, Any]) -> bytes:
-    """The header line (with newline): `acp_trace` and `kind` first, then `fields`."""
-    head = {"acp_trace": FORMAT_VERSION, "kind": "header", **fields}
-    return orjson.dumps(head) + b"\n"
-
-
-def encode_payload(line: bytes, max_bytes: int | None = None) -> bytes:
-    """The payload part of a record for one line read from a stream (without its `\\n`).
-
-    Returns the bytes that follow `"src":"...",` : `"msg":<the original bytes>` when the line
-    is JSON, `"text":...` when it is UTF-8 text, `"b64":...` otherwise. With `max_bytes`, a
-    longer line is recorded cut, as text or b64, with `"truncated":true,"bytes":N`.
-    """
-    if max_bytes is not None and len(line) > max_bytes:
-        cut = line[:max_bytes]
-        try:
-            body = b'"text":' + orjson.dumps(cut.decode("utf-8"))
-        except UnicodeDecodeError:
-            body = b'"b64":' + orjson.dumps(base64.b64encode(cut).decode())
-        return body + b',"truncated":true,"bytes":' + str(len(line)).encode()
-    stripped = line.strip(b" \t\r")
-    if stripped:
-        try:
-            loads(stripped)
-        except ValueError:
-            pass
-        else:
-            return b'"msg":' + stripped
-    try:
-        return b'"text":' + orjson.dumps(line.decode("utf-8"))
-    except UnicodeDecodeError:
-        return b'"b64":' + orjson.dumps(base64.b64encode(line).decode())
-
-
-def encode_record(seq: int, t_ns: int, src: str, payload: bytes) -> bytes:
-    """A record line (with newline) around a payload from `encode_payload` or `encode_event`."""
-    return b'{"seq":%d,"t_ns":%d,"src":"%s",%s}\n' % (seq, t_ns, src.encode(), payload)
-
-
-def encode_event(event: str, **fields: Any) -> bytes:
-    """The payload of a tap event: `"event":"exit","code":0,...`."""
-    return orjson.dumps({"event": event, **fields})[1:-1]
-
 
 # ---------------------------------------------------------------- reading
 
@@ -325,87 +270,19 @@ def _add_messages(
     value, seq, t_ns, src = rec["msg"], rec["seq"], rec.get("t_ns"), rec["src"]
     truncated = bool(rec.get("truncated", False))
     if isinstance(value, list) and value and all(is_message(m) for m in value):
-        text, _size = _msg_text(line, rec)
-        spans = _element_spans(text.encode())
+        text, _size = msg_text(line, rec)
+        spans = element_spans(text.encode())
         for part, item in enumerate(value):
             data = spans[part] if len(spans) == len(value) else orjson.dumps(item)
             fields = _fields(item)
             tail = (len(data), truncated, None, data.decode(), None)
             cols.rows.append((trace, number, seq, part, t_ns, src, *fields, *tail))
         return
-    text, size = _msg_text(line, rec)
+    text, size = msg_text(line, rec)
     fields = _fields(value)
     cols.rows.append(
         (trace, number, seq, None, t_ns, src, *fields, size, truncated, None, text, None)
     )
-
-
-def _msg_text(line: bytes, rec: dict[str, Any]) -> tuple[str, int]:
-    """The `msg` value's text exactly as it stands in the record line, and its UTF-8 size.
-
-    The writer puts `msg` last, so it ends at the record's closing brace; a record written by
-    hand may put it anywhere, and then its value is scanned for where it ends.
-    """
-    start = line.find(b'"msg"')
-    colon = line.find(b":", start + 5) if start >= 0 else -1
-    if colon >= 0:
-        if next(reversed(rec)) == "msg":
-            end = line.rstrip().rfind(b"}")
-        else:
-            end = _value_end(line, _skip_space(line, colon + 1))
-        data = line[colon + 1 : end].strip()
-        if data:
-            return data.decode("utf-8"), len(data)
-    data = orjson.dumps(rec["msg"])
-    return data.decode(), len(data)
-
-
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
-_SPACE = b" \t\r\n"
-
-
-def _skip_space(text: bytes, i: int) -> int:
-    while i < len(text) and text[i] in _SPACE:
-        i += 1
-    return i
-
-
-def _value_end(text: bytes, i: int) -> int:
-    """The index just past the JSON value that starts at `i` (strings are jumped whole)."""
-    depth = 0
-    while i < len(text):
-        char = text[i : i + 1]
-        if char == b'"':
-            match = _STRING.match(text, i)
-            i = match.end() if match else len(text)
-            if depth == 0:
-                return i
-            continue
-        if char in (b"{", b"["):
-            depth += 1
-        elif char in (b"}", b"]"):
-            if depth == 0:
-                return i
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        elif depth == 0 and (char == b"," or char in (b" ", b"\t", b"\r", b"\n")):
-            return i
-        i += 1
-    return i
-
-
-def _element_spans(array: bytes) -> list[bytes]:
-    """The text of each element of a JSON array, as written."""
-    spans: list[bytes] = []
-    i = _skip_space(array, 1)
-    while i < len(array) and array[i : i + 1] != b"]":
-        end = _value_end(array, i)
-        spans.append(array[i:end])
-        i = _skip_space(array, end)
-        if array[i : i + 1] == b",":
-            i = _skip_space(array, i + 1)
-    return spans
 
 
 def _fields(msg: Any) -> tuple[Any, ...]:

@@ -8,7 +8,6 @@ forwarded traffic never waits for the disk.
 
 from __future__ import annotations
 
-import base64
 import os
 import stat
 import threading
@@ -23,7 +22,13 @@ from typing import Any
 import orjson
 
 from acp_trace.redact import redact_line
-from acp_trace.trace_io import encode_event, encode_payload, encode_record, utc_now_rfc3339
+from acp_trace.trace_format import (
+    encode_event,
+    encode_payload,
+    encode_record,
+    encode_text,
+    utc_now_rfc3339,
+)
 
 BATCH_BYTES = 4 << 20
 WRITER_WAKE = 0.005  # seconds: how long a queued line may wait for the writer
@@ -164,10 +169,7 @@ def line_payload(line: bytes, src: str, *, redact: bool, max_bytes: int | None) 
 def _text_payload(line: bytes, max_bytes: int | None) -> bytes:
     if max_bytes is not None and len(line) > max_bytes:
         return encode_payload(line, max_bytes)  # a cut line is always text or b64
-    try:
-        return b'"text":' + orjson.dumps(line.decode("utf-8"))
-    except UnicodeDecodeError:
-        return b'"b64":"' + base64.b64encode(line) + b'"'
+    return encode_text(line)
 
 
 def encode_item(item: Item, *, redact: bool, max_bytes: int | None) -> bytes:

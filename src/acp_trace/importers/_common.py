@@ -12,7 +12,7 @@ import orjson
 
 from acp_trace import __version__
 from acp_trace.jsonrpc import loads
-from acp_trace.trace_io import encode_event, encode_header, encode_payload, encode_record
+from acp_trace.trace_format import encode_event, encode_header, encode_payload, encode_record
 
 RECORDER = f"acp-trace {__version__} import"
 Entry = tuple[int, Any]  # (line number in the source, parsed JSON value)
