@@ -324,8 +324,3 @@ def headers(records: pl.DataFrame) -> dict[str, dict[str, Any]]:
     for trace, text in records.filter(pl.col("kind") == "header").select("trace", "text").rows():
         out[trace] = loads(text)
     return out
-
-
-def message(row_msg: str | None) -> Any:
-    """Parse the `msg` column of one row (None stays None)."""
-    return None if row_msg is None else loads(row_msg)

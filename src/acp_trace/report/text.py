@@ -87,23 +87,6 @@ def format_findings(findings: pl.DataFrame, traces: pl.DataFrame) -> str:
     return "".join(out)
 
 
-REPLAY_COLUMNS = [
-    "trace",
-    "session",
-    "parent_session",
-    "method",
-    "agent",
-    "outcome",
-    "history_updates",
-    "first_update_ms",
-    "marker_ms",
-    "last_history_ms",
-    "response_ms",
-    "marker_to_response_ms",
-    "last_history_to_response_ms",
-]
-
-
 ARROWS = {"client": "->", "agent": "<-", "stderr": "!!", "tap": "**"}
 
 
