@@ -53,10 +53,6 @@ class Window:
     sessions: dict[str, SessionStats] = field(default_factory=dict)
 
     @property
-    def is_open(self) -> bool:
-        return self.end == "open"
-
-    @property
     def succeeded(self) -> bool:
         return self.end == "response"
 
