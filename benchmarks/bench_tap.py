@@ -168,7 +168,7 @@ def _encode_rates(size: int) -> dict[str, float]:
     """MB/s at which the tap's writer turns lines of `size` bytes into trace records on one
     core, with and without redaction (empty when the encoder is not where it was)."""
     try:
-        from acp_trace.trace_writer import Item, encode_item
+        from acp_trace.record.writer import Item, encode_item
     except ImportError:
         return {}
     line = message(0, size)[:-1]

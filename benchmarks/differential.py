@@ -56,7 +56,7 @@ def dump(inputs: list[dict[str, Any]], out: Path) -> None:
 
 
 def _summary(records: Any) -> Any:
-    for module in ("acp_trace.summary", "acp_trace.timeline"):
+    for module in ("acp_trace.analysis.summary", "acp_trace.summary", "acp_trace.timeline"):
         try:
             return __import__(module, fromlist=["summarize"]).summarize(records)
         except (ImportError, AttributeError):

@@ -28,8 +28,8 @@ sys.path.insert(0, str(HERE.parent / "tests" / "peers"))
 import peerlib  # noqa: E402
 
 import acp_trace  # noqa: E402
-from acp_trace.demo import acp_trace_command as acp  # noqa: E402
-from acp_trace.demo_agent import FAULTS  # noqa: E402
+from acp_trace.demo.agent import FAULTS  # noqa: E402
+from acp_trace.demo.run import acp_trace_command as acp  # noqa: E402
 
 WORK = Path("/tmp/acp-trace-samples")
 FAKE_CWD = "/home/user/project"
@@ -220,7 +220,7 @@ INTRO = """# Sample traces
 
 Recordings made through `acp-trace record` (trace format v1, docs/trace-format.md), regenerated
 by `python sample_traces/make_samples.py` (this README included; `make_samples.py NAME...` remakes
-single traces). Real agents replay a fabricated 200-turn history (tests/peers/, shared/peers/)
+single traces). Real agents replay a fabricated 200-turn history (tests/peers/)
 in a loopback-only network namespace with HOME under /tmp/acp-trace-samples; the demo agent
 (`acp-trace demo-agent`) shows the correct v1 and v2 shapes and one trace per injectable fault.
 The header's `command` is the agent command as typed and its `cwd` the fake /home/user/project

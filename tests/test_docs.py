@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from acp_trace.checks import RULES
+from acp_trace.analysis.checks import RULES
 
 ROOT = Path(__file__).resolve().parents[1]
 

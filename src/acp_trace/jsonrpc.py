@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import PurePath
 from typing import Any
 
 import orjson
@@ -130,3 +131,13 @@ def id_key(value: Any) -> str:
 def other_side(src: str) -> str:
     """The peer of a sender: responses from one side answer requests of the other."""
     return "agent" if src == "client" else "client"
+
+
+def agent_name_from_command(command: list[str]) -> str:
+    """A short agent name from its argv: the script for `node x.js`, else the program's name."""
+    words = [PurePath(w).name for w in command]
+    interpreters = {"node", "python", "python3", "npx", "uvx", "bun", "deno", "env"}
+    for word in words:
+        if word not in interpreters and not word.startswith("-") and "=" not in word:
+            return word.removesuffix(".js").removesuffix(".py")
+    return words[0]

@@ -1,7 +1,7 @@
 """Real third-party ACP agents behind the tap: install, fabricate a history, record a run.
 
 Shared by the peer tests (conftest.py) and sample_traces/make_samples.py. Every run happens in
-a loopback-only network namespace (`<repo>/../shared/peers/netns-run.sh`) with a private HOME
+a loopback-only network namespace (`fixtures/netns-run.sh`, with the history fabricators beside it) with a private HOME
 (and CODEX_HOME) built fresh under the given folder. The chain is
 
     demo-client --save ... -- acp-trace record -o TRACE -- tee_agent.py IN OUT -- AGENT...
@@ -22,8 +22,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-SHARED_PEERS = REPO.parent / "shared" / "peers"
-NETNS_RUN = SHARED_PEERS / "netns-run.sh"
+FIXTURES = HERE / "fixtures"  # copied from the steering repo's shared/peers: no run-time dependency
+NETNS_RUN = FIXTURES / "netns-run.sh"
 TEE_AGENT = HERE / "tee_agent.py"
 INSTALL = HERE / "install_peers.sh"
 
@@ -96,12 +96,12 @@ def fabricate(name: str, root: Path, sid: str, cwd: str, turns: int) -> dict[str
     }
     target = home
     if name.startswith("codex"):
-        shutil.copy(SHARED_PEERS / "codex-config.toml", codex_home / "config.toml")
+        shutil.copy(FIXTURES / "codex-config.toml", codex_home / "config.toml")
         env.update(CODEX_HOME=str(codex_home), NO_BROWSER="1")
         target = codex_home
     elif name == "gemini-cli":
         (home / ".gemini").mkdir()
-        shutil.copy(SHARED_PEERS / "gemini-settings.json", home / ".gemini" / "settings.json")
+        shutil.copy(FIXTURES / "gemini-settings.json", home / ".gemini" / "settings.json")
         env.update(GEMINI_API_KEY="dummy", GEMINI_CLI_NO_RELAUNCH="true")
     else:
         env.update(
@@ -109,7 +109,7 @@ def fabricate(name: str, root: Path, sid: str, cwd: str, turns: int) -> dict[str
             DISABLE_AUTOUPDATER="1",
             CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
         )
-    make = [sys.executable, str(SHARED_PEERS / script[name]), str(target), cwd, sid, str(turns)]
+    make = [sys.executable, str(FIXTURES / script[name]), str(target), cwd, sid, str(turns)]
     subprocess.run(make, check=True, capture_output=True)
     return env
 

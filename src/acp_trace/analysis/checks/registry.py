@@ -1,0 +1,114 @@
+"""The rule registry: findings, the context every check reads, and running the checks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import polars as pl
+
+from acp_trace.analysis.latency import TurnFacts
+from acp_trace.analysis.replays import Facts, Window
+
+SEVERITIES = ("error", "warning", "info")
+FINDING_SCHEMA: dict[str, Any] = {
+    "rule": pl.String,
+    "severity": pl.String,
+    "trace": pl.String,
+    "session": pl.String,
+    "seq": pl.Int64,
+    "t_ms": pl.Float64,
+    "message": pl.String,
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One broken rule at one place."""
+
+    rule: str
+    severity: str
+    trace: str
+    session: str | None
+    seq: int | None
+    t_ms: float | None
+    message: str
+
+
+@dataclass
+class Context:
+    """What every check may read."""
+
+    timeline: pl.DataFrame
+    facts: Facts
+    turns: TurnFacts
+    headers: dict[str, dict[str, Any]]
+
+    def at(
+        self, rule: str, row: int, session: str | None, message: str, severity: str = ""
+    ) -> Finding:
+        """A finding pointing at a timeline row."""
+        trace = self.timeline["trace"][row]
+        return Finding(
+            rule=rule,
+            severity=severity or RULES[rule].severity,
+            trace=trace,
+            session=session,
+            seq=self.timeline["seq"][row],
+            t_ms=self.timeline["t_ms"][row],
+            message=message,
+        )
+
+    def seq(self, row: int | None) -> str:
+        """`seq N` of a row, for messages."""
+        return "the end of the trace" if row is None else f"seq {self.timeline['seq'][row]}"
+
+    def describe(self, w: Window) -> str:
+        """`session/resume (id 3, seq 12)`, with the cursor for resumes."""
+        cursor = "" if w.method == "session/load" else f", replayFrom {_short(w.cursor)}"
+        return f"{w.method} (id {w.request_id}, {self.seq(w.req_row)}{cursor})"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A rule of the catalogue and the function that checks it."""
+
+    id: str
+    severity: str
+    summary: str
+    check: Callable[[Context], Iterator[Finding]]
+
+
+RULES: dict[str, Rule] = {}
+
+
+def rule(rule_id: str, severity: str, summary: str) -> Callable[..., Any]:
+    """Register a check function under a rule id."""
+
+    def register(
+        fn: Callable[[Context], Iterator[Finding]],
+    ) -> Callable[[Context], Iterator[Finding]]:
+        RULES[rule_id] = Rule(rule_id, severity, summary, fn)
+        return fn
+
+    return register
+
+
+def _short(value: Any) -> str:
+    """A JSON value in at most 60 characters, for messages."""
+    text = orjson.dumps(value).decode()
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def run_checks(
+    ctx: Context, rules: list[str] | None = None, min_severity: str = "info"
+) -> pl.DataFrame:
+    """Run the selected rules (all by default) and return findings at or above min_severity."""
+    allowed = SEVERITIES[: SEVERITIES.index(min_severity) + 1]
+    findings: list[Finding] = []
+    for rule_id in rules or list(RULES):
+        findings.extend(f for f in RULES[rule_id].check(ctx) if f.severity in allowed)
+    frame = pl.DataFrame([f.__dict__ for f in findings], schema=FINDING_SCHEMA)
+    return frame.sort(["trace", "seq", "rule"], nulls_last=True, maintain_order=True)

@@ -1,0 +1,107 @@
+"""The analyzer's front door: traces in, one `Analysis` (all tables and facts) out."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import polars as pl
+
+from acp_trace.analysis import checks, latency
+from acp_trace.analysis.replays import Facts, collect, replays_table
+from acp_trace.analysis.timeline import timeline as build_timeline
+from acp_trace.errors import UsageError
+from acp_trace.trace.reader import headers, read_trace
+
+Paths = str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
+
+
+@dataclass
+class Analysis:
+    """Records, timeline, replay facts and the derived tables of one set of traces."""
+
+    records: pl.DataFrame
+    marker_meta: str | None = None
+
+    @cached_property
+    def timeline(self) -> pl.DataFrame:
+        return build_timeline(self.records, marker_meta=self.marker_meta)
+
+    @cached_property
+    def facts(self) -> Facts:
+        return collect(self.timeline, v1_markers=self.marker_meta is not None)
+
+    @cached_property
+    def replays(self) -> pl.DataFrame:
+        return replays_table(self.timeline, self.facts)
+
+    @cached_property
+    def turn_facts(self) -> latency.TurnFacts:
+        return latency.collect_turns(self.timeline, self.facts)
+
+    @cached_property
+    def turns(self) -> pl.DataFrame:
+        return latency.turns_table(self.timeline, self.turn_facts)
+
+    @cached_property
+    def headers(self) -> dict[str, dict[str, Any]]:
+        return headers(self.records)
+
+    def latency(self, by: str = "method") -> pl.DataFrame:
+        if by not in latency.GROUPS:
+            raise UsageError(f"--by {by}: expected one of {', '.join(latency.GROUPS)}")
+        return latency.request_latency(self.timeline, by)
+
+    def findings(self, rules: list[str] | None = None, min_severity: str = "info") -> pl.DataFrame:
+        unknown = [r for r in rules or [] if r not in checks.RULES]
+        if unknown:
+            raise UsageError(f"unknown rule id {', '.join(unknown)}; see `acp-trace rules`")
+        if min_severity not in checks.SEVERITIES:
+            raise UsageError(f"--min-severity {min_severity}: expected error, warning or info")
+        ctx = checks.Context(self.timeline, self.facts, self.turn_facts, self.headers)
+        return checks.run_checks(ctx, rules, min_severity)
+
+    def traces(self) -> pl.DataFrame:
+        """Per trace: its number of records and of malformed lines."""
+        return self.records.group_by("trace", maintain_order=True).agg(
+            pl.col("seq").drop_nulls().n_unique().alias("records"),
+            (pl.col("kind") == "malformed").sum().alias("malformed"),
+        )
+
+
+def analyze(
+    paths: Paths | pl.DataFrame,
+    *,
+    marker_meta: str | None = None,
+    fmt: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Analysis:
+    """Read traces (or take a records DataFrame) and return their lazy Analysis."""
+    records = (
+        paths if isinstance(paths, pl.DataFrame) else read_trace(paths, fmt=fmt, progress=progress)
+    )
+    return Analysis(records, marker_meta=marker_meta)
+
+
+def replays_of(paths: Paths | pl.DataFrame, *, marker_meta: str | None = None) -> pl.DataFrame:
+    """The replays table of some traces (one row per replaying request and session)."""
+    return analyze(paths, marker_meta=marker_meta).replays
+
+
+def check(
+    paths: Paths | pl.DataFrame,
+    *,
+    marker_meta: str | None = None,
+    rules: list[str] | None = None,
+    min_severity: str = "info",
+) -> pl.DataFrame:
+    """The findings of every rule (or the selected ones) on some traces."""
+    return analyze(paths, marker_meta=marker_meta).findings(rules, min_severity)
+
+
+def timeline_of(paths: Paths | pl.DataFrame, *, marker_meta: str | None = None) -> pl.DataFrame:
+    """The timeline table of some traces: records plus pairing, sessions and classes."""
+    return analyze(paths, marker_meta=marker_meta).timeline

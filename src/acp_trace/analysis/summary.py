@@ -1,0 +1,86 @@
+"""`acp-trace summary`: one row per trace, with what went wrong while recording or reading."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from acp_trace.analysis.timeline import Connection, connections
+from acp_trace.jsonrpc import as_int, loads
+
+
+def summarize(records: pl.DataFrame) -> pl.DataFrame:
+    """One row per trace: agent, protocol, sessions, counts by method and update kind, and
+    everything that went wrong while recording or reading (malformed lines, lost records)."""
+    conns = connections(records)
+    rows = []
+    for trace, part in records.group_by("trace", maintain_order=True):
+        name = str(trace[0])
+        rows.append(_summary_row(name, part, conns[name]))
+    return pl.DataFrame(rows, schema=SUMMARY_SCHEMA, orient="row")
+
+
+SUMMARY_SCHEMA: dict[str, Any] = {
+    "trace": pl.String,
+    "agent": pl.String,
+    "agent_version": pl.String,
+    "client": pl.String,
+    "protocol": pl.Int64,
+    "timing": pl.String,
+    "header": pl.Boolean,
+    "sessions": pl.Int64,
+    "messages": pl.Int64,
+    "duration_ms": pl.Float64,
+    "stderr_lines": pl.Int64,
+    "malformed": pl.Int64,
+    "malformed_lines": pl.List(pl.Int64),
+    "lost_records": pl.Int64,
+    "dropped": pl.Int64,
+    "exit_code": pl.Int64,
+    "exit_signal": pl.Int64,
+    "by_method": pl.List(pl.Struct({"name": pl.String, "count": pl.Int64})),
+    "by_update_kind": pl.List(pl.Struct({"name": pl.String, "count": pl.Int64})),
+}
+
+
+def _counts(part: pl.DataFrame, column: str) -> list[dict[str, Any]]:
+    counted = part.filter(pl.col(column).is_not_null())[column].value_counts(sort=True)
+    return [{"name": n, "count": c} for n, c in counted.iter_rows()]
+
+
+def _summary_row(trace: str, part: pl.DataFrame, conn: Connection) -> tuple[Any, ...]:
+    messages = part.filter(pl.col("kind").is_in(["request", "response", "error", "notification"]))
+    t = part["t_ns"].drop_nulls()
+    seqs = part["seq"].drop_nulls().unique()
+    lost = int(seqs.max() - seqs.min() + 1 - seqs.len()) if seqs.len() else 0  # type: ignore[operator]
+    events = part.filter(pl.col("kind") == "event")
+    dropped = sum(
+        loads(x).get("count", 0) for x in events.filter(pl.col("event") == "dropped")["text"]
+    )
+    exits = [loads(x) for x in events.filter(pl.col("event") == "exit")["text"]]
+    last_exit = exits[-1] if exits else {}
+    header = part.filter(pl.col("kind") == "header")
+    timing = loads(header["text"][0]).get("timing", "tap") if header.height else "tap"
+    malformed = part.filter(pl.col("kind") == "malformed")["line"].to_list()
+    return (
+        trace,
+        conn.agent,
+        conn.agent_version,
+        conn.client,
+        conn.protocol,
+        "ordering-only" if t.len() == 0 and messages.height else timing,
+        header.height > 0,
+        messages["session_id"].drop_nulls().n_unique(),
+        messages.height,
+        (t.max() - t.min()) / 1e6 if t.len() else None,  # type: ignore[operator]
+        part.filter(pl.col("src") == "stderr").height,
+        len(malformed),
+        malformed,
+        lost,
+        dropped,
+        as_int(last_exit.get("code")),
+        as_int(last_exit.get("signal")),
+        _counts(messages, "method"),
+        _counts(messages, "update_kind"),
+    )

@@ -1,0 +1,260 @@
+"""The timeline: records plus pairing, session attribution, update classes and connection facts.
+
+`timeline(records)` returns the records table with these columns added:
+
+- `row`: position in the table (stable key for joins);
+- `t_ms`: `t_ns` in milliseconds (null for ordering-only imports);
+- `update_class`: `history`, `live`, `marker` or `unknown` for session/update rows;
+- `peer_row`: for a response the row of its request, for a request the row of its response;
+- `request_method`: for a response, the method of the request it answers;
+- `latency_ms`: request to response, on both rows of a pair;
+- `session`: the ACP session of the row (a response inherits its request's session);
+- `orphan`: a response that answers no pending request of the other side;
+- `duplicate_id`: a request whose id its sender still has pending;
+- `protocol`, `agent`, `agent_version`: facts of the trace's connection (from initialize).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from acp_trace.jsonrpc import (
+    HISTORY_KINDS,
+    LIVE_KINDS,
+    MARKER_KIND,
+    agent_name_from_command,
+    as_dict,
+    as_int,
+    as_str,
+    loads,
+    other_side,
+)
+
+
+@dataclass(frozen=True)
+class Connection:
+    """What the initialize exchange of one trace says."""
+
+    trace: str
+    protocol: int | None
+    agent: str | None
+    agent_version: str | None
+    client: str | None
+
+
+def timeline(records: pl.DataFrame, *, marker_meta: str | None = None) -> pl.DataFrame:
+    """Add pairing, sessions, update classes and connection facts to a records table."""
+    df = records.with_row_index("row").with_columns(
+        (pl.col("t_ns") / 1e6).alias("t_ms"),
+        _update_class_expr(),
+    )
+    if marker_meta:
+        df = _mark_meta_markers(df, marker_meta)
+    df = _attach(df, "row", _pairs(df))
+    df = df.with_columns(
+        pl.when(
+            pl.col("kind").is_in(["response", "error"])
+            & pl.col("session_id").is_null()
+            & pl.col("peer_row").is_not_null()
+        )
+        .then(pl.col("session_id").gather(pl.col("peer_row").fill_null(0)))
+        .otherwise(pl.col("session_id"))
+        .alias("session"),
+    )
+    conns = connections(records)
+    facts = pl.DataFrame(
+        [(c.trace, c.protocol, c.agent, c.agent_version) for c in conns.values()],
+        schema={
+            "trace": pl.String,
+            "protocol": pl.Int64,
+            "agent": pl.String,
+            "agent_version": pl.String,
+        },
+        orient="row",
+    )
+    return _attach(df, "trace", facts)
+
+
+def _attach(df: pl.DataFrame, key: str, table: pl.DataFrame) -> pl.DataFrame:
+    """`df` plus the columns of `table` (unique in `key`) matched on `key`: a left join that
+    copies only the new columns, so the records' own (`msg` above all) stay shared. When the
+    table has one row and `df` holds only its key (one trace), the columns are constants."""
+    if table.height == 1 and df.height and df[key].n_unique() == 1 and df[key][0] == table[key][0]:
+        values = table.row(0, named=True)
+        new = (pl.lit(values[n], dtype=t).alias(n) for n, t in table.schema.items() if n != key)
+        return df.with_columns(new)
+    matched = df.select(key).join(table, on=key, how="left", maintain_order="left")
+    return df.hstack(matched.drop(key).get_columns())
+
+
+def _update_class_expr() -> pl.Expr:
+    kind = pl.col("update_kind")
+    return (
+        pl.when(pl.col("method") != "session/update")
+        .then(None)
+        .when(pl.col("method").is_null())
+        .then(None)
+        .when(kind == MARKER_KIND)
+        .then(pl.lit("marker"))
+        .when(kind.is_in(sorted(HISTORY_KINDS)))
+        .then(pl.lit("history"))
+        .when(kind.is_in(sorted(LIVE_KINDS)))
+        .then(pl.lit("live"))
+        .otherwise(pl.lit("unknown"))
+        .alias("update_class")
+    )
+
+
+def has_meta_key(msg: Any, key: str) -> bool:
+    """True when a session/update carries `key` in `params._meta` or `params.update._meta`."""
+    params = msg.get("params") if isinstance(msg, dict) else None
+    if not isinstance(params, dict):
+        return False
+    update = params.get("update")
+    for holder in (params, update if isinstance(update, dict) else {}):
+        meta = holder.get("_meta")
+        if isinstance(meta, dict) and key in meta:
+            return True
+    return False
+
+
+def _mark_meta_markers(df: pl.DataFrame, key: str) -> pl.DataFrame:
+    """With --marker-meta KEY, a session/update whose `_meta` has KEY is a marker."""
+    candidates = df.filter(
+        (pl.col("method") == "session/update") & pl.col("msg").str.contains(key, literal=True)
+    )
+    rows = [r for r, m in candidates.select("row", "msg").rows() if has_meta_key(loads(m), key)]
+    return df.with_columns(
+        pl.when(pl.col("row").is_in(rows))
+        .then(pl.lit("marker"))
+        .otherwise(pl.col("update_class"))
+        .alias("update_class")
+    )
+
+
+def _pairs(df: pl.DataFrame) -> pl.DataFrame:
+    """Pair responses with requests of the other direction by id, per trace, in order."""
+    rpc = df.filter(pl.col("kind").is_in(["request", "response", "error"]))
+    out: dict[str, list[Any]] = {
+        "row": [],
+        "peer_row": [],
+        "request_method": [],
+        "latency_ms": [],
+        "orphan": [],
+        "duplicate_id": [],
+    }
+    pending: dict[tuple[str, str, str], list[tuple[int, str | None, float | None]]] = {}
+    cols = ("row", "trace", "src", "kind", "id", "method", "t_ms")
+    for row, trace, src, kind, mid, method, t_ms in rpc.select(cols).iter_rows():
+        if kind == "request":
+            key = (trace, src, mid)
+            queue = pending.setdefault(key, [])
+            _emit(out, row, None, None, None, False, bool(queue))
+            queue.append((row, method, t_ms))
+            continue
+        queue = pending.get((trace, other_side(src), mid), [])
+        if not queue:
+            _emit(out, row, None, None, None, orphan=mid != "null" or kind != "error", dup=False)
+            continue
+        req_row, req_method, req_t = queue.pop(0)
+        latency = None if t_ms is None or req_t is None else t_ms - req_t
+        _emit(out, row, req_row, req_method, latency, False, False)
+        _emit(out, req_row, row, None, latency, None, None)
+    frame = pl.DataFrame(
+        out,
+        schema={
+            "row": pl.UInt32,
+            "peer_row": pl.UInt32,
+            "request_method": pl.String,
+            "latency_ms": pl.Float64,
+            "orphan": pl.Boolean,
+            "duplicate_id": pl.Boolean,
+        },
+    )
+    # A request appears twice (once when sent, once when answered): keep the fullest facts.
+    return frame.group_by("row", maintain_order=True).agg(
+        pl.col("peer_row").drop_nulls().first(),
+        pl.col("request_method").drop_nulls().first(),
+        pl.col("latency_ms").drop_nulls().first(),
+        pl.col("orphan").drop_nulls().first(),
+        pl.col("duplicate_id").drop_nulls().first(),
+    )
+
+
+def _emit(
+    out: dict[str, list[Any]],
+    row: int,
+    peer: int | None,
+    method: str | None,
+    latency: float | None,
+    orphan: bool | None,
+    dup: bool | None,
+) -> None:
+    for name, value in zip(
+        ("row", "peer_row", "request_method", "latency_ms", "orphan", "duplicate_id"),
+        (row, peer, method, latency, orphan, dup),
+        strict=True,
+    ):
+        out[name].append(value)
+
+
+def connections(records: pl.DataFrame) -> dict[str, Connection]:
+    """Per trace, the protocol version, agent and client named by the initialize exchange.
+
+    Falls back to the recorded command for the agent's name. One pass over the table, so a
+    directory of thousands of traces costs no more than one trace of the same size.
+    """
+    kind, src = pl.col("kind"), pl.col("src")
+    init = (
+        records.filter(kind == "request", src == "client", pl.col("method") == "initialize")
+        .group_by("trace", maintain_order=True)
+        .first()
+        .select("trace", "id", pl.col("msg").alias("request"))
+    )
+    answers = (
+        records.filter(kind == "response", src == "agent")
+        .join(init.select("trace", "id"), on=["trace", "id"], how="semi")
+        .group_by(["trace", "id"], maintain_order=True)
+        .first()
+        .select("trace", "id", pl.col("msg").alias("response"))
+    )
+    heads = (
+        records.filter(kind == "header")
+        .group_by("trace", maintain_order=True)
+        .first()
+        .select("trace", pl.col("text").alias("header"))
+    )
+    table = (
+        records.select("trace")
+        .unique(maintain_order=True)
+        .join(init, on="trace", how="left", maintain_order="left")
+        .join(answers, on=["trace", "id"], how="left", maintain_order="left")
+        .join(heads, on="trace", how="left", maintain_order="left")
+    )
+    cols = ("trace", "request", "response", "header")
+    return {row[0]: _connection(*row) for row in table.select(cols).iter_rows()}
+
+
+def _connection(
+    trace: str, request: str | None, response: str | None, header: str | None
+) -> Connection:
+    params = as_dict(loads(request).get("params")) if request else {}
+    client_info = as_dict(params.get("clientInfo") or params.get("info"))
+    result = as_dict(loads(response).get("result")) if response else {}
+    version = result.get("protocolVersion")
+    info = as_dict(result.get("info") or result.get("agentInfo"))
+    name = info.get("name")
+    if name is None and header:
+        command = as_dict(loads(header)).get("command")
+        if isinstance(command, list) and command and all(isinstance(w, str) for w in command):
+            name = agent_name_from_command(command)
+    return Connection(
+        trace=trace,
+        protocol=as_int(version),
+        agent=as_str(name),
+        agent_version=as_str(info.get("version")),
+        client=as_str(client_info.get("name")),
+    )

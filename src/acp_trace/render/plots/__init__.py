@@ -1,0 +1,120 @@
+"""Charts for bug reports and notebooks: the replay gap, one replay's timeline, latency.
+
+Every function returns a `matplotlib.figure.Figure` on an Agg canvas (no display needed, no
+pyplot state touched); `save` writes one to PNG or SVG. Charts show method names, update kinds,
+session ids, agent names and versions and numbers, never message contents. Ordering-only
+traces (no timestamps) are left out, with a note in the figure.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from matplotlib.figure import Figure
+
+from acp_trace.errors import UsageError
+from acp_trace.render.plots._common import DPI, untimed_traces
+from acp_trace.render.plots.gap import gap_figure, gap_table
+from acp_trace.render.plots.latency import latency_figure
+from acp_trace.render.plots.replay import replay_figure
+from acp_trace.render.plots.replay_window import Pick, choose_window
+
+if TYPE_CHECKING:
+    from acp_trace.analysis.front import Analysis, Paths
+
+KINDS = ("gap", "replay", "latency")
+SUFFIXES = (".png", ".svg")
+
+__all__ = [
+    "KINDS",
+    "Pick",
+    "choose_window",
+    "figure",
+    "gap",
+    "gap_figure",
+    "gap_table",
+    "latency",
+    "latency_figure",
+    "plot",
+    "replay",
+    "replay_figure",
+    "save",
+]
+
+
+def gap(a: Analysis) -> Figure:
+    """The distribution of the replay gaps of an analysis (histogram and ECDF)."""
+    return gap_figure(a.replays, untimed_traces(a.timeline))
+
+
+def replay(
+    a: Analysis,
+    *,
+    session: str | None = None,
+    request: str | None = None,
+    trace: str | None = None,
+) -> Figure:
+    """The timeline of one replay: the slowest of those that match `session` (resumed or
+    child), `request` (its id) and `trace` (path or file name)."""
+    pick = Pick(session=session, request=request, trace=trace)
+    return replay_figure(a.facts, a.timeline, pick=pick)
+
+
+def latency(a: Analysis) -> Figure:
+    """Request to response per method, and prompt-turn phases."""
+    return latency_figure(a.timeline, a.turns, untimed_traces(a.timeline))
+
+
+def figure(
+    a: Analysis,
+    kind: str,
+    *,
+    session: str | None = None,
+    request: str | None = None,
+    trace: str | None = None,
+) -> Figure:
+    """The chart of one kind: gap, replay (chosen by session, request, trace) or latency."""
+    if kind == "gap":
+        return gap(a)
+    if kind == "replay":
+        return replay(a, session=session, request=request, trace=trace)
+    if kind == "latency":
+        return latency(a)
+    raise UsageError(f"--kind {kind}: expected one of {', '.join(KINDS)}")
+
+
+def save(fig: Figure, path: str | os.PathLike[str]) -> Path:
+    """Write a figure as PNG or SVG (by the file's suffix), 1200 px wide for PNG."""
+    out = Path(path)
+    if out.suffix.lower() not in SUFFIXES:
+        raise UsageError(f"{out}: the output must end in .png or .svg")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    metadata = {"Date": None} if out.suffix.lower() == ".svg" else {}
+    fig.savefig(out, dpi=DPI, metadata=metadata)
+    return out
+
+
+def plot(
+    paths: Paths,
+    output: str | os.PathLike[str],
+    kind: str = "gap",
+    *,
+    session: str | None = None,
+    request: str | None = None,
+    trace: str | None = None,
+    marker_meta: str | None = None,
+    fmt: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Path:
+    """Read traces, draw one chart and save it to `output` (.png or .svg)."""
+    from acp_trace.analysis.front import analyze
+
+    if kind not in KINDS:
+        raise UsageError(f"--kind {kind}: expected one of {', '.join(KINDS)}")
+    if Path(output).suffix.lower() not in SUFFIXES:
+        raise UsageError(f"{output}: the output must end in .png or .svg")
+    a = analyze(paths, marker_meta=marker_meta, fmt=fmt, progress=progress)
+    return save(figure(a, kind, session=session, request=request, trace=trace), output)

@@ -1,0 +1,208 @@
+"""The replay chart: one replaying request as a timeline a person reads in seconds.
+
+One lane per session (the resumed session on top, announced children below it): a tick per
+history update, the replay_complete marker, live updates, the state_update snapshot, agent
+requests; the request at 0 ms and the response as vertical lines; the gap (marker to response,
+or last history update to response when there is no marker) annotated on each lane.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from acp_trace.analysis.replays import Facts, Window, outcome
+from acp_trace.render.plots._common import (
+    TEXT_SIZE,
+    add_note,
+    agent_label,
+    axis_labels,
+    empty_figure,
+    label,
+    ms,
+    new_figure,
+    title,
+    untimed_note,
+    untimed_traces,
+)
+from acp_trace.render.plots.replay_window import Pick, View, choose_window, lanes_of, window_events
+
+HEADING = "Replay timeline"
+LANE_LABEL = 24  # characters of a session id on the y axis
+NOTHING = ": no replaying session/resume or session/load with timestamps"
+STYLES: dict[str, dict[str, Any]] = {
+    "history": {"marker": "|", "s": 260, "color": "#4C72B0", "label": "history update"},
+    "live": {"marker": "|", "s": 260, "color": "#DD8452", "label": "live update"},
+    "state": {"marker": "s", "s": 70, "color": "#8172B3", "label": "state_update"},
+    "marker": {"marker": "D", "s": 100, "color": "#C44E52", "label": "replay_complete marker"},
+    "unknown": {"marker": "|", "s": 260, "color": "0.6", "label": "other update"},
+    "request": {"marker": "X", "s": 80, "color": "black", "label": "agent request"},
+}
+
+
+def replay_figure(
+    facts: Facts,
+    tl: pl.DataFrame,
+    pick: Pick | None = None,
+) -> Figure:
+    """The timeline of one replay: the slowest of those `pick` matches."""
+    untimed = untimed_traces(tl)
+    notes = untimed_note(untimed)
+    pick = pick or Pick()
+    w, candidates = choose_window(facts, tl, untimed, pick)
+    if w is None:
+        wanted = f" for {pick.describe()}" if pick.chosen else NOTHING
+        return empty_figure(HEADING, f"No replay to show{wanted}.", notes)
+    view = View(tl, w, lanes_of(w), window_events(tl, w), None)
+    view.end = view.at(w.end_row)
+    zoom = view.zoom()
+    fig, axes = new_figure(nrows=2 if zoom else 1)
+    title(fig, f"{HEADING}: {w.method} of {label(w.session)} (request id {label(w.request_id)})")
+    _draw(axes[0], view, None)
+    if zoom:
+        _draw(axes[1], view, zoom)
+    axes[0].legend(
+        loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=TEXT_SIZE, borderaxespad=0
+    )
+    if candidates > 1:
+        among = f" for {pick.describe()}" if pick.chosen else ""
+        notes.append(
+            f"The slowest of {candidates} replays{among}; "
+            "choose another with --trace, --session or --request."
+        )
+    add_note(fig, notes)
+    return fig
+
+
+def _draw(ax: Axes, view: View, zoom_to: float | None) -> None:
+    """One panel: the whole window, or (`zoom_to`) its first milliseconds."""
+    _draw_events(ax, view, legend=zoom_to is None)
+    _draw_ends(ax, view, labels=zoom_to is None)
+    if zoom_to is None:
+        _draw_gaps(ax, view)
+    last = view.events["t"].max()
+    whole = max(view.end or 0.0, last if isinstance(last, float) else 0.0, 1.0)
+    right = zoom_to if zoom_to is not None else whole
+    ax.set_xlim(-0.03 * right, right * 1.06)
+    ax.set_ylim(min(view.lanes.values()) - 0.6, 0.9)
+    names = [_lane_name(view.w, n) for n in view.lanes]
+    ax.set_yticks(list(view.lanes.values()), names)
+    ax.tick_params(axis="y", length=0)
+    if zoom_to is None:
+        axis_labels(ax, "time since the request (ms)", "session", _subtitle(view))
+    else:
+        heading = f"Zoom on the updates: the first {ms(zoom_to)}"
+        axis_labels(ax, "time since the request (ms)", "session", heading)
+
+
+def _lane_name(w: Window, name: str) -> str:
+    stats = w.sessions[name]
+    about = f"{stats.history_updates} history"
+    if stats.parent is not None:
+        about += f", child of {label(stats.parent, LANE_LABEL)}"
+    return f"{label(name, LANE_LABEL)}\n({about})"
+
+
+def _subtitle(view: View) -> str:
+    w = view.w
+    stats = w.sessions[w.session]
+    agent = agent_label(view.tl["agent"][w.req_row], view.tl["agent_version"][w.req_row])
+    return (
+        f"{agent} · outcome {outcome(w, stats)} · {stats.history_updates} history updates\n"
+        f"trace {label(Path(w.trace).name, 80)}"
+    )
+
+
+def _draw_events(ax: Axes, view: View, legend: bool) -> None:
+    labelled: set[str] = set()
+    for name, y in view.lanes.items():
+        ax.axhline(y, color="0.88", linewidth=1, zorder=0, gid=f"lane:{name}")
+        mine = view.events.filter(pl.col("session") == name)
+        for cls, style in STYLES.items():
+            t = mine.filter(pl.col("cls") == cls)["t"].to_list()
+            if not t:
+                continue
+            kwargs = dict(style)
+            if cls in labelled or not legend:
+                kwargs["label"] = "_nolegend_"
+            labelled.add(cls)
+            dots = ax.scatter(t, [y] * len(t), zorder=3, linewidths=1.5, **kwargs)
+            dots.set_gid(f"{cls}:{name}")
+
+
+def _draw_ends(ax: Axes, view: View, labels: bool) -> None:
+    """The request line at 0 and the response (or connection end) line."""
+    w = view.w
+    ax.axvline(
+        0,
+        color="#55A868",
+        linewidth=1.5,
+        zorder=1,
+        gid="request",
+        label=f"request ({w.method})" if labels else "_nolegend_",
+    )
+    if view.end is None:
+        return
+    what = {"response": "response", "error": f"error {w.error_code} response"}
+    text = what.get(w.end, "connection ended")
+    ax.axvline(
+        view.end,
+        color="0.1",
+        linewidth=2,
+        zorder=1,
+        gid="response",
+        label=text if labels else "_nolegend_",
+    )
+    if not labels:
+        return
+    ax.annotate(
+        f"{text} at {ms(view.end)}",
+        xy=(view.end, 1.0),
+        xycoords=("data", "axes fraction"),
+        xytext=(-4, -4),
+        textcoords="offset points",
+        ha="right",
+        va="top",
+        fontsize=TEXT_SIZE,
+        gid="response-label",
+    )
+
+
+def _draw_gaps(ax: Axes, view: View) -> None:
+    """Per lane: marker (or, without one, last history update) to response, in ms."""
+    w, end = view.w, view.end
+    if end is None or w.end not in ("response", "error"):
+        return
+    for name, y in view.lanes.items():
+        stats = w.sessions[name]
+        marked = stats.marker_row is not None
+        since = view.at(stats.marker_row if marked else stats.last_history_row)
+        if since is None:
+            continue
+        gap = end - since
+        text = f"gap {ms(gap)}" if marked else f"no marker: last history → response {ms(gap)}"
+        ax.annotate(
+            "",
+            xy=(end, y + 0.22),
+            xytext=(since, y + 0.22),
+            arrowprops={
+                "arrowstyle": "<->",
+                "color": "#C44E52",
+                "lw": 1.5,
+                "linestyle": "-" if marked else "--",
+            },
+        )
+        ax.text(
+            (since + end) / 2,
+            y + 0.27,
+            text,
+            ha="center",
+            va="bottom",
+            fontsize=TEXT_SIZE + 1,
+            color="#C44E52",
+            gid=f"gap:{name}",
+        )

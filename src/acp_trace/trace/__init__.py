@@ -1,0 +1,5 @@
+"""Traces: the bytes of format v1 (`format`), finding trace files (`paths`), reading them into
+the records table (`reader`) and converting other tools' captures (`importers`).
+
+`format` and `paths` import no third-party package but orjson, so the recorder can write the
+format without loading polars; the reader calls the importers, never the other way round."""

@@ -1,0 +1,688 @@
+"""Tests of the rule catalogue: each rule has a trace that breaks it and a near miss that must not."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import orjson
+import polars as pl
+import pytest
+
+import acp_trace
+from acp_trace.analysis.checks import RULES
+from tracebuilder import TraceBuilder
+
+ACCEPT = {"executablemd.session-materialization/v1": {"state": "accepted"}}
+
+
+def _resume_ok(b: TraceBuilder, session: str = "s", turns: int = 1) -> None:
+    rid = b.resume(session)
+    b.history(session, turns)
+    b.marker(session)
+    b.state(session)
+    b.response(rid, {})
+
+
+def _new_session(b: TraceBuilder, session: str) -> None:
+    rid = b.request("session/new", {"cwd": "/", "mcpServers": []})
+    b.response(rid, {"sessionId": session})
+
+
+# ---------------------------------------------------------------- cases: (builder, expected rules)
+
+
+def correct_v2_with_children() -> TraceBuilder:
+    b = TraceBuilder()
+    rid = b.resume("p")
+    b.history("p", 2)
+    b.update("p", "subagent_update", sessionId="c1")
+    b.history("c1", 2)
+    b.update("p", "subagent_update", sessionId="c2")
+    b.history("c2", 1)
+    b.marker("c2")
+    b.marker("c1")
+    b.marker("p")
+    b.update("p", "available_commands_update", availableCommands=[])
+    b.update("c1", "usage_update", used=1)
+    b.state("p")
+    b.response(rid, {})
+    return b
+
+
+def correct_v1_load() -> TraceBuilder:
+    b = TraceBuilder(protocol=1)
+    rid = b.load("s")
+    for i in range(3):
+        b.update("s", "user_message_chunk", content={"type": "text", "text": f"q{i}"})
+        b.update("s", "agent_message_chunk", content={"type": "text", "text": f"a{i}"})
+    b.response(rid, {})
+    b.update("s", "available_commands_update", availableCommands=[])
+    return b
+
+
+def long_prompt_session() -> TraceBuilder:
+    b = TraceBuilder(protocol=1)
+    _new_session(b, "s")
+    for turn in range(5):
+        rid = b.request(
+            "session/prompt", {"sessionId": "s", "prompt": [{"type": "text", "text": "go"}]}
+        )
+        b.update("s", "agent_thought_chunk", content={"type": "text", "text": "hmm"})
+        b.update("s", "tool_call", toolCallId=f"t{turn}", title="edit", status="pending")
+        pid = b.request(
+            "session/request_permission",
+            {"sessionId": "s", "toolCall": {"toolCallId": f"t{turn}"}},
+            src="agent",
+        )
+        b.response(pid, {"outcome": {"outcome": "selected", "optionId": "allow"}}, src="client")
+        b.update("s", "tool_call_update", toolCallId=f"t{turn}", status="completed")
+        b.request("fs/read_text_file", {"sessionId": "s", "path": "/x"}, id=100 + turn, src="agent")
+        b.response(100 + turn, {"content": "x"}, src="client")
+        b.update("s", "plan", entries=[])
+        b.update("s", "agent_message_chunk", content={"type": "text", "text": "done"})
+        b.update("s", "usage_update", used=10)
+        b.response(rid, {"stopReason": "end_turn"})
+    return b
+
+
+def marker_missing() -> TraceBuilder:
+    b = TraceBuilder()
+    rid = b.resume("s")
+    b.history("s", 1)
+    b.state("s")
+    b.response(rid, {})
+    return b
+
+
+def marker_missing_then_late() -> TraceBuilder:
+    b = marker_missing()
+    b.marker("s")
+    return b
+
+
+def marker_duplicate() -> TraceBuilder:
+    b = TraceBuilder()
+    rid = b.resume("s")
+    b.history("s", 1)
+    b.marker("s")
+    b.marker("s")
+    b.state("s")
+    b.response(rid, {})
+    return b
+
+
+def marker_unexpected_on_new() -> TraceBuilder:
+    b = TraceBuilder()
+    rid = b.request("session/new", {"cwd": "/", "mcpServers": []})
+    b.marker("s")
+    b.response(rid, {"sessionId": "s"})
+    return b
+
+
+def marker_unexpected_without_cursor() -> TraceBuilder:
+    b = TraceBuilder()
+    rid = b.resume("s", cursor=None)
+    b.marker("s")
+    b.state("s")
+    b.response(rid, {})
+    return b
+
+
+def marker_after_complete_resume_without_cursor() -> TraceBuilder:
+    b = TraceBuilder()
+    _resume_ok(b)
+    rid = b.resume("s", cursor=None)
+    b.marker("s")
+    b.state("s")
+    b.response(rid, {})
+    return b
+
+
+def marker_with_rejection() -> TraceBuilder:
+    b = TraceBuilder()
+    rid = b.resume("s", cursor={"type": "_vendor_from", "at": 3})
+    b.marker("s")
+    b.error(rid, -32602)
+    return b
+
+
+def rejection_without_marker() -> TraceBuilder:
+    b = TraceBuilder()
+    rid = b.resume("s", cursor={"type": "_vendor_from", "at": 3})
+    b.error(rid, -32602)
+    return b
+
+
+def live_before_marker() -> TraceBuilder:
+    b = TraceBuilder()
+    rid = b.resume("s")
+    b.history("s", 1)
+    b.update("s", "available_commands_update", availableCommands=[])
+    b.marker("s")
+    b.state("s")
+    b.response(rid, {})
+    return b
+
+
+def live_before_marker_active() -> TraceBuilder:
+    b = TraceBuilder()
+    _new_session(b, "s")
+    rid = b.resume("s")
+    b.history("s", 1)
+    b.update("s", "session_info_update", title="t")
+    b.marker("s")
+    b.state("s")
+    b.response(rid, {})
+    return b
+
+
+def live_right_after_marker() -> TraceBuilder:
+    b = TraceBuilder()
+    rid = b.resume("s")
+    b.history("s", 1)
+    b.marker("s")
+    b.update("s", "available_commands_update", availableCommands=[])
+    b.state("s")
+    b.response(rid, {})
+    return b
+
+
+def live_before_missing_marker() -> TraceBuilder:
+    b = TraceBuilder()
+    rid = b.resume("s")
+    b.update("s", "notice", message="n")
+    b.history("s", 1)
+    b.state("s")
+    b.response(rid, {})
+    return b
+
+
+def request_before_marker() -> TraceBuilder:
+    b = TraceBuilder()
+    rid = b.resume("s")
+    b.history("s", 1)
+    pid = b.request("session/request_permission", {"sessionId": "s"}, src="agent")
+    b.response(pid, {"outcome": {"outcome": "cancelled"}}, src="client")
+    b.marker("s")
+    b.state("s")
+    b.response(rid, {})
+    return b
+
+
+def child_marker_missing() -> TraceBuilder:
+    b = TraceBuilder()
+    rid = b.resume("p")
+    b.update("p", "subagent_update", sessionId="c")
+    b.history("c", 1)
+    b.marker("p")
+    b.state("p")
+    b.response(rid, {})
+    return b
+
+
+def child_marker_before_announce() -> TraceBuilder:
+    b = TraceBuilder()
+    rid = b.resume("p")
+    b.marker("c")
+    b.update("p", "subagent_update", sessionId="c")
+    b.marker("p")
+    b.state("p")
+    b.response(rid, {})
+    return b
+
+
+def unannounced_child_marker() -> TraceBuilder:
+    b = TraceBuilder()
+    rid = b.resume("p")
+    b.marker("c")
+    b.marker("p")
+    b.state("p")
+    b.response(rid, {})
+    return b
+
+
+def concurrent_replay() -> TraceBuilder:
+    b = TraceBuilder()
+    r1 = b.resume("s")
+    r2 = b.resume("s")
+    b.history("s", 1)
+    b.marker("s")
+    b.marker("s")
+    b.state("s")
+    b.response(r1, {})
+    b.state("s")
+    b.response(r2, {})
+    return b
+
+
+def concurrent_different_sessions() -> TraceBuilder:
+    b = TraceBuilder()
+    r1 = b.resume("a")
+    r2 = b.resume("b")
+    b.marker("a")
+    b.marker("b")
+    b.state("a")
+    b.state("b")
+    b.response(r1, {})
+    b.response(r2, {})
+    return b
+
+
+def state_snapshot_missing() -> TraceBuilder:
+    b = TraceBuilder()
+    rid = b.resume("s", cursor=None)
+    b.response(rid, {})
+    return b
+
+
+def state_snapshot_missing_v1() -> TraceBuilder:
+    b = TraceBuilder(protocol=1)
+    rid = b.request("session/resume", {"sessionId": "s", "cwd": "/"})
+    b.response(rid, {})
+    return b
+
+
+def replay_without_cursor() -> TraceBuilder:
+    b = TraceBuilder()
+    rid = b.resume("s", cursor=None)
+    b.history("s", 1)
+    b.state("s")
+    b.response(rid, {})
+    return b
+
+
+def replay_without_cursor_v1() -> TraceBuilder:
+    b = TraceBuilder(protocol=1)
+    rid = b.request("session/resume", {"sessionId": "s", "cwd": "/"})
+    b.update("s", "user_message_chunk")
+    b.response(rid, {})
+    return b
+
+
+def resume_without_cursor_active() -> TraceBuilder:
+    b = TraceBuilder()
+    _new_session(b, "s")
+    rid = b.resume("s", cursor=None)
+    b.update("s", "agent_message_chunk", messageId="m")
+    b.state("s")
+    b.response(rid, {})
+    return b
+
+
+def message_id_missing() -> TraceBuilder:
+    b = TraceBuilder()
+    rid = b.resume("s")
+    b.history("s", 2, message_ids=False)
+    b.marker("s")
+    b.state("s")
+    b.response(rid, {})
+    return b
+
+
+def message_id_missing_v1() -> TraceBuilder:
+    b = TraceBuilder(protocol=1)
+    rid = b.load("s")
+    b.update("s", "user_message_chunk")
+    b.response(rid, {})
+    return b
+
+
+def load_updates_after_response() -> TraceBuilder:
+    b = TraceBuilder(protocol=1)
+    rid = b.load("s")
+    b.update("s", "user_message_chunk")
+    b.response(rid, {})
+    b.update("s", "agent_message_chunk")
+    b.update("s", "user_message_chunk")
+    return b
+
+
+def updates_after_load_and_next_request() -> TraceBuilder:
+    b = TraceBuilder(protocol=1)
+    rid = b.load("s")
+    b.update("s", "user_message_chunk")
+    b.response(rid, {})
+    b.update("s", "available_commands_update", availableCommands=[])
+    pid = b.request("session/prompt", {"sessionId": "s", "prompt": []})
+    b.update("s", "agent_message_chunk")
+    b.response(pid, {"stopReason": "end_turn"})
+    return b
+
+
+def non_json_line() -> TraceBuilder:
+    b = TraceBuilder()
+    b.text("agent", "Starting agent v1.2...")
+    b.send("client", {"hello": "world"})
+    b.send("agent", [])
+    b.text("agent", "\r")
+    b.text("client", "")
+    b.text("stderr", "not json but stderr is free text")
+    return b
+
+
+def batch_line() -> TraceBuilder:
+    b = TraceBuilder()
+    b.send(
+        "client",
+        [{"jsonrpc": "2.0", "id": 50, "method": "x/y"}, {"jsonrpc": "2.0", "method": "x/z"}],
+    )
+    b.response(50, {})
+    return b
+
+
+def unanswered_request() -> TraceBuilder:
+    b = TraceBuilder()
+    b.request("session/prompt", {"sessionId": "s", "prompt": []})
+    return b
+
+
+def orphan_response() -> TraceBuilder:
+    b = TraceBuilder()
+    b.response(99, {})
+    b.send("agent", {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "parse"}})
+    return b
+
+
+def duplicate_request_id() -> TraceBuilder:
+    b = TraceBuilder()
+    b.request("a/b", id=5)
+    b.request("a/c", id=5)
+    b.response(5, {})
+    b.response(5, {})
+    b.request("a/d", id=5)
+    b.response(5, {})
+    return b
+
+
+def cancel_unanswered() -> TraceBuilder:
+    b = TraceBuilder()
+    rid = b.request("session/prompt", {"sessionId": "s", "prompt": []})
+    b.notify("$/cancel_request", {"requestId": rid}, src="client")
+    return b
+
+
+def cancel_answered() -> TraceBuilder:
+    b = TraceBuilder()
+    rid = b.resume("s")
+    b.notify("$/cancel_request", {"requestId": rid}, src="client")
+    b.error(rid, -32800)
+    return b
+
+
+def _prompt_turn(b: TraceBuilder, updates: list[dict], v1_result: dict | None = None) -> None:
+    rid = b.request("session/prompt", {"sessionId": "s", "prompt": []})
+    for fields in updates:
+        b.update("s", **fields)
+    b.response(rid, v1_result or {"stopReason": "end_turn"})
+
+
+def acceptance_ok() -> TraceBuilder:
+    b = TraceBuilder(protocol=1)
+    _new_session(b, "s")
+    _prompt_turn(
+        b, [{"kind": "session_info_update", "_meta": ACCEPT}, {"kind": "agent_message_chunk"}]
+    )
+    _prompt_turn(b, [{"kind": "session_info_update", "_meta": ACCEPT}])
+    return b
+
+
+def acceptance_duplicate() -> TraceBuilder:
+    b = TraceBuilder(protocol=1)
+    _prompt_turn(b, [{"kind": "session_info_update", "_meta": ACCEPT}] * 2)
+    return b
+
+
+def acceptance_carries_info() -> TraceBuilder:
+    b = TraceBuilder(protocol=1)
+    _prompt_turn(b, [{"kind": "session_info_update", "_meta": ACCEPT, "title": "x"}])
+    return b
+
+
+def acceptance_outside_prompt() -> TraceBuilder:
+    b = TraceBuilder(protocol=1)
+    _prompt_turn(b, [])
+    b.update("s", "session_info_update", _meta=ACCEPT)
+    return b
+
+
+def acceptance_in_v2_turn_before_idle() -> TraceBuilder:
+    b = TraceBuilder(protocol=2)
+    rid = b.request("session/prompt", {"sessionId": "s", "prompt": []})
+    b.response(rid, {})
+    b.state("s", state="running")
+    b.update("s", "session_info_update", _meta=ACCEPT)
+    b.state("s", stopReason="end_turn")
+    b.update("s", "session_info_update", _meta=ACCEPT)
+    return b
+
+
+def client_response_with_resume_id() -> TraceBuilder:
+    b = TraceBuilder()
+    rid = b.resume("s")
+    pid = b.request("session/request_permission", {"sessionId": "other"}, id=rid, src="agent")
+    b.history("s", 1)
+    b.response(pid, {"outcome": {"outcome": "cancelled"}}, src="client")
+    b.marker("s")
+    b.state("s")
+    b.response(rid, {})
+    return b
+
+
+def two_resumes_each_marked() -> TraceBuilder:
+    b = TraceBuilder()
+    _resume_ok(b)
+    _resume_ok(b)
+    return b
+
+
+def request_after_marker() -> TraceBuilder:
+    b = TraceBuilder()
+    rid = b.resume("s")
+    b.history("s", 1)
+    b.marker("s")
+    pid = b.request("session/request_permission", {"sessionId": "s"}, src="agent")
+    b.response(pid, {"outcome": {"outcome": "cancelled"}}, src="client")
+    b.state("s")
+    b.response(rid, {})
+    return b
+
+
+def resume_error_without_snapshot() -> TraceBuilder:
+    b = TraceBuilder()
+    rid = b.resume("s", cursor=None)
+    b.error(rid, -32002)
+    return b
+
+
+def prompt_chunks_without_message_id_after_replay() -> TraceBuilder:
+    b = TraceBuilder()
+    _resume_ok(b)
+    rid = b.request("session/prompt", {"sessionId": "s", "prompt": []})
+    b.response(rid, {})
+    b.update("s", "agent_message_chunk", content={"type": "text", "text": "hi"})
+    b.state("s", stopReason="end_turn")
+    return b
+
+
+def import_ambiguous() -> TraceBuilder:
+    b = TraceBuilder(protocol=None)
+    head = orjson.loads(b.lines[0])
+    head["ambiguous"] = [{"line": 1, "seq": 1, "reason": "unknown method _x/ping"}]
+    b.lines[0] = orjson.dumps(head)
+    b.notify("_x/ping", {}, src="client")
+    return b
+
+
+UUID = {"claudeCode": {"assistantMessageUuid": "u-1"}}
+
+
+def uuid_on_cancelled_v1() -> TraceBuilder:
+    b = TraceBuilder(protocol=1)
+    _prompt_turn(b, [], {"stopReason": "cancelled", "_meta": UUID})
+    return b
+
+
+def uuid_on_cancelled_v2() -> TraceBuilder:
+    b = TraceBuilder(protocol=2)
+    rid = b.request("session/prompt", {"sessionId": "s", "prompt": []})
+    b.response(rid, {})
+    b.state("s", stopReason="cancelled", _meta=UUID)
+    return b
+
+
+def uuid_on_end_turn() -> TraceBuilder:
+    b = TraceBuilder(protocol=1)
+    _prompt_turn(b, [], {"stopReason": "end_turn", "_meta": UUID})
+    return b
+
+
+def uuid_on_resume_snapshot() -> TraceBuilder:
+    b = TraceBuilder(protocol=2)
+    rid = b.request("session/prompt", {"sessionId": "s", "prompt": []})
+    b.response(rid, {})
+    r2 = b.resume("s", cursor=None)
+    b.state("s", stopReason="cancelled", _meta=UUID)
+    b.response(r2, {})
+    return b
+
+
+CASES: list[tuple[Callable[[], TraceBuilder], dict[str, str]]] = [
+    (correct_v2_with_children, {}),
+    (correct_v1_load, {}),
+    (long_prompt_session, {}),
+    (marker_missing, {"marker-missing": "error"}),
+    (marker_missing_then_late, {"marker-missing": "error", "marker-late": "error"}),
+    (marker_duplicate, {"marker-duplicate": "error"}),
+    (marker_unexpected_on_new, {"marker-unexpected": "error"}),
+    (marker_unexpected_without_cursor, {"marker-unexpected": "error"}),
+    (marker_after_complete_resume_without_cursor, {"marker-late": "error"}),
+    (marker_with_rejection, {"marker-with-rejection": "error"}),
+    (rejection_without_marker, {}),
+    (live_before_marker, {"live-before-marker": "error"}),
+    (live_before_marker_active, {"live-before-marker": "warning"}),
+    (live_right_after_marker, {}),
+    (live_before_missing_marker, {"marker-missing": "error"}),
+    (request_before_marker, {"request-before-marker": "warning"}),
+    (child_marker_missing, {"child-marker-missing": "error"}),
+    (child_marker_before_announce, {"child-marker-before-announce": "error"}),
+    (unannounced_child_marker, {"marker-unexpected": "error"}),
+    (concurrent_replay, {"concurrent-replay": "warning"}),
+    (concurrent_different_sessions, {}),
+    (state_snapshot_missing, {"state-snapshot-missing": "error"}),
+    (state_snapshot_missing_v1, {}),
+    (replay_without_cursor, {"replay-without-cursor": "warning"}),
+    (replay_without_cursor_v1, {"replay-without-cursor": "warning"}),
+    (resume_without_cursor_active, {}),
+    (message_id_missing, {"message-id-missing": "error"}),
+    (message_id_missing_v1, {}),
+    (load_updates_after_response, {"load-updates-after-response": "error"}),
+    (updates_after_load_and_next_request, {}),
+    (non_json_line, {"non-json-line": "error"}),
+    (batch_line, {}),
+    (unanswered_request, {"unanswered-request": "warning"}),
+    (orphan_response, {"orphan-response": "warning"}),
+    (duplicate_request_id, {"duplicate-request-id": "warning"}),
+    (cancel_unanswered, {"cancel-unanswered": "error", "unanswered-request": "warning"}),
+    (cancel_answered, {}),
+    (acceptance_ok, {}),
+    (acceptance_duplicate, {"acceptance-duplicate": "warning"}),
+    (acceptance_carries_info, {"acceptance-carries-info": "warning"}),
+    (acceptance_outside_prompt, {"acceptance-outside-prompt": "warning"}),
+    (acceptance_in_v2_turn_before_idle, {"acceptance-outside-prompt": "warning"}),
+    (uuid_on_cancelled_v1, {"uuid-on-cancelled": "warning"}),
+    (uuid_on_cancelled_v2, {"uuid-on-cancelled": "warning"}),
+    (uuid_on_end_turn, {}),
+    (uuid_on_resume_snapshot, {}),
+    (client_response_with_resume_id, {}),
+    (import_ambiguous, {"import-ambiguous-direction": "info"}),
+    (two_resumes_each_marked, {}),
+    (request_after_marker, {}),
+    (resume_error_without_snapshot, {}),
+    (prompt_chunks_without_message_id_after_replay, {}),
+]
+
+
+def _findings(b: TraceBuilder, tmp_path: Path) -> pl.DataFrame:
+    return acp_trace.check(b.write(tmp_path / "t.jsonl"))
+
+
+@pytest.mark.parametrize(("build", "expected"), CASES, ids=[c[0].__name__ for c in CASES])
+def test_rule_cases(
+    tmp_path: Path, build: Callable[[], TraceBuilder], expected: dict[str, str]
+) -> None:
+    """Each breaking trace yields exactly its rules (with their severities); near misses yield none."""
+    found = _findings(build(), tmp_path)
+    assert dict(found.select("rule", "severity").unique().iter_rows()) == expected
+
+
+def test_every_rule_has_a_breaking_case() -> None:
+    """The case table breaks every rule of the registry at least once."""
+    broken = {rule for _, expected in CASES for rule in expected}
+    assert broken == set(RULES)
+
+
+def test_findings_point_at_the_record(tmp_path: Path) -> None:
+    """A finding names the trace, session, seq and time of the record it points at."""
+    b = TraceBuilder()
+    rid = b.resume("s")
+    b.history("s", 1)
+    b.state("s")
+    seq = b.response(rid, {})
+    row = _findings(b, tmp_path).row(0, named=True)
+    assert (row["rule"], row["session"], row["seq"]) == ("marker-missing", "s", seq)
+    assert row["trace"].endswith("t.jsonl") and row["t_ms"] == float(seq)
+
+
+def test_messages_say_expected_and_found(tmp_path: Path) -> None:
+    """Messages name what came, where it came and what was expected."""
+    found = _findings(live_before_marker(), tmp_path)
+    message = found["message"][0]
+    assert "available_commands_update" in message and "seq" in message and "before" in message
+    assert "must wait" in message
+
+
+def test_non_json_lines_are_each_reported(tmp_path: Path) -> None:
+    """Every non-blank non-JSON-RPC line of agent or client is a finding; blank lines and stderr are not."""
+    found = _findings(non_json_line(), tmp_path)
+    assert found.height == 3
+
+
+def test_message_id_missing_is_one_finding_per_replay(tmp_path: Path) -> None:
+    """A replay without messageIds gives one finding at the first update, counting the rest."""
+    found = _findings(message_id_missing(), tmp_path)
+    assert found.height == 1 and "3 more" in found["message"][0]
+
+
+def test_rule_and_severity_filters(tmp_path: Path) -> None:
+    """--rule keeps only the named rules and --min-severity drops lower severities."""
+    path = concurrent_replay().write(tmp_path / "t.jsonl")
+    assert acp_trace.check(path, min_severity="error").height == 0
+    assert acp_trace.check(path, rules=["marker-missing"]).height == 0
+    assert acp_trace.check(path, rules=["concurrent-replay"]).height == 1
+
+
+def test_marker_meta_makes_v1_markers_checked(tmp_path: Path) -> None:
+    """With --marker-meta, a v1 load without the vendor marker is marker-missing."""
+    path = correct_v1_load().write(tmp_path / "t.jsonl")
+    assert acp_trace.check(path).height == 0
+    found = acp_trace.check(path, marker_meta="vendor.replayDone")
+    assert found["rule"].to_list() == ["marker-missing"]
+
+
+def test_damaged_trace_does_not_crash(tmp_path: Path) -> None:
+    """Damaged lines, unknown kinds, a cut last line and odd ids are reported, never fatal."""
+    b = correct_v2_with_children()
+    b.lines.insert(3, b"{broken json")
+    b.lines.insert(5, b'{"seq": "x"}')
+    b.send("agent", {"jsonrpc": "2.0", "method": "weird/thing", "params": [1, 2]})
+    b.send("agent", {"jsonrpc": "2.0", "id": {"obj": 1}, "result": None})
+    b.send(
+        "agent",
+        {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": 5, "update": "x"}},
+    )
+    path = b.write(tmp_path / "t.jsonl")
+    path.write_bytes(path.read_bytes() + b'{"seq": 999, "t_ns": 5, "src": "ag')
+    a = acp_trace.analyze(path)
+    assert a.traces()["malformed"].to_list() == [3]
+    assert set(a.findings()["rule"].to_list()) <= {"orphan-response", "non-json-line"}

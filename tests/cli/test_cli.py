@@ -1,0 +1,151 @@
+"""Golden-file tests of the CLI output (set UPDATE_GOLDEN=1 to rewrite the files)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from acp_trace.cli import main
+from testpaths import GOLDEN
+from tracebuilder import TraceBuilder
+
+
+def sample_trace() -> TraceBuilder:
+    """A v2 session with a complete replay (child included), a late marker, a prompt and noise."""
+    b = TraceBuilder(agent="demo-agent", version="9.9")
+    rid = b.resume("sess_1", dt=2)
+    b.history("sess_1", 2, dt=3)
+    b.update("sess_1", "subagent_update", sessionId="child_1")
+    b.history("child_1", 1)
+    b.marker("child_1")
+    b.marker("sess_1", dt=2)
+    b.update("sess_1", "available_commands_update", availableCommands=[])
+    b.state("sess_1")
+    b.response(rid, {}, dt=450)
+    r2 = b.resume("sess_2")
+    b.history("sess_2", 1, message_ids=False)
+    b.state("sess_2")
+    b.response(r2, {}, dt=120)
+    b.marker("sess_2")
+    b.text("stderr", "agent: cold start took 0.4 s")
+    p = b.request("session/prompt", {"sessionId": "sess_1", "prompt": []})
+    b.response(p, {})
+    b.update("sess_1", "agent_message_chunk", dt=30, messageId="m9")
+    b.state("sess_1", stopReason="end_turn", dt=20)
+    b.text("agent", "debug: oops")
+    b.event("eof", stream="client")
+    b.event("exit", code=0, signal=None)
+    return b
+
+
+def run(
+    args: list[str], cwd: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str]:
+    monkeypatch.chdir(cwd)
+    monkeypatch.setattr(sys, "argv", ["acp-trace", *args])
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    code = exit_info.value.code
+    return (code if isinstance(code, int) else 0), capsys.readouterr().out
+
+
+CASES = {
+    "summary": (["summary", "t.jsonl"], 0),
+    "timeline": (["timeline", "t.jsonl"], 0),
+    "timeline-replays-only": (["timeline", "t.jsonl", "--replays-only"], 0),
+    "timeline-session": (["timeline", "t.jsonl", "--session", "sess_2"], 0),
+    "replays": (["replays", "t.jsonl"], 0),
+    "replays-json": (["replays", "t.jsonl", "--format", "json"], 0),
+    "replays-csv": (["replays", "t.jsonl", "--format", "csv"], 0),
+    "latency": (["latency", "t.jsonl"], 0),
+    "latency-json": (["latency", "t.jsonl", "--by", "agent", "--format", "json"], 0),
+    "check": (["check", "t.jsonl"], 1),
+    "check-json": (["check", "t.jsonl", "--format", "json"], 1),
+    "check-junit": (["check", "t.jsonl", "--format", "junit"], 1),
+    "check-warnings": (
+        [
+            "check",
+            "t.jsonl",
+            "--rule",
+            "non-json-line",
+            "--rule",
+            "unanswered-request",
+            "--min-severity",
+            "warning",
+        ],
+        1,
+    ),
+    "rules": (["rules"], 0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_golden(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each command prints exactly its golden file and exits with the expected code."""
+    sample_trace().write(tmp_path / "t.jsonl")
+    args, expected_code = CASES[name]
+    code, out = run(args, tmp_path, monkeypatch, capsys)
+    golden = GOLDEN / f"{name}.txt"
+    if os.environ.get("UPDATE_GOLDEN"):
+        golden.write_text(out)
+    assert code == expected_code
+    assert out == golden.read_text()
+
+
+def test_check_exit_zero_without_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """check exits 0 when no finding has severity error."""
+    b = TraceBuilder()
+    b.request("session/prompt", {"sessionId": "s", "prompt": []})
+    b.write(tmp_path / "t.jsonl")
+    code, out = run(["check", "t.jsonl"], tmp_path, monkeypatch, capsys)
+    assert code == 0 and "1 warnings" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["check", "missing.jsonl"], "acp-trace: missing.jsonl: no such file or directory"),
+        (["check", "t.jsonl", "--rule", "no-such-rule"], "acp-trace: unknown rule id no-such-rule"),
+        (
+            ["check", "t.jsonl", "--format", "yaml"],
+            "acp-trace: --format yaml: expected text, json or junit",
+        ),
+        (
+            ["latency", "t.jsonl", "--by", "color"],
+            "acp-trace: --by color: expected one of method, agent, trace",
+        ),
+        (["summary", "garbage.txt"], "acp-trace: garbage.txt:"),
+    ],
+)
+def test_errors_exit_2_with_a_message(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    args: list[str],
+    needle: str,
+) -> None:
+    """Unreadable inputs and bad arguments print `acp-trace: ...` (no traceback) and exit 2."""
+    TraceBuilder().write(tmp_path / "t.jsonl")
+    (tmp_path / "garbage.txt").write_text("hello\nworld\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["acp-trace", *args])
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert needle in err and "Traceback" not in err
+
+
+def test_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--version prints the name and version and exits 0."""
+    code, out = run(["--version"], tmp_path, monkeypatch, capsys)
+    assert code == 0 and out.startswith("acp-trace ")
