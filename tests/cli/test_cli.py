@@ -149,3 +149,42 @@ def test_version(
     """--version prints the name and version and exits 0."""
     code, out = run(["--version"], tmp_path, monkeypatch, capsys)
     assert code == 0 and out.startswith("acp-trace ")
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "junit"])
+def test_check_on_an_empty_directory_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], fmt: str
+) -> None:
+    """A CI gate on a folder with no trace exits 2 with one line, never 0 on nothing."""
+    (tmp_path / "traces").mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["acp-trace", "check", "traces", "--format", fmt])
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    captured = capsys.readouterr()
+    assert exit_info.value.code == 2 and captured.out == ""
+    assert captured.err == (
+        "acp-trace: traces: no trace files "
+        "(looked for *.jsonl, *.ndjson, *.json, *.jsons, *.log, *.trace)\n"
+    )
+
+
+def test_a_stray_file_is_skipped_with_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One bad file in a directory costs one warning line; the others are analyzed."""
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    sample_trace().write(traces / "t.jsonl")
+    (traces / "agent.log").write_text("agent started\n")
+    code, out = run(["replays", "traces"], tmp_path, monkeypatch, capsys)
+    assert code == 0 and "sess_1" in out
+    monkeypatch.setattr(sys, "argv", ["acp-trace", "replays", "traces"])
+    with pytest.raises(SystemExit):
+        main()
+    err = capsys.readouterr().err
+    assert err.splitlines() == [
+        "acp-trace: skipped traces/agent.log: expected an acp-trace v1 trace or an ACP capture in "
+        "a known format (jsonrpc, zed, conductor, inspector), found text that is not JSON "
+        "('agent started') at the start"
+    ]

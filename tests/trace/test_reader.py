@@ -7,13 +7,16 @@ import json
 import tempfile
 from pathlib import Path
 
+import polars as pl
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from acp_trace.errors import InputError
 from acp_trace.jsonrpc import is_message
 from acp_trace.record import writer as trace_writer
 from acp_trace.trace.format import encode_header
-from acp_trace.trace.reader import read_trace
+from acp_trace.trace.reader import read_trace, skipped_inputs
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
@@ -102,3 +105,68 @@ def test_tap_events_and_flags_read_back(tmp_path: Path) -> None:
     assert [(r["kind"], r["event"]) for r in rows[2:]] == [("event", "dropped"), ("event", "exit")]
     assert json.loads(rows[3]["text"]) == {"event": "exit", "code": None, "signal": 15}
     assert frame.filter(frame["kind"] == "malformed").is_empty()
+
+
+# ---------------------------------------------------------------- inputs as they are on disk
+
+HEADER = b'{"acp_trace":1,"kind":"header","command":["agent"]}\n'
+RECORD = b'{"seq":1,"t_ns":5,"src":"agent","msg":{"jsonrpc":"2.0","method":"x"}}\n'
+
+
+def test_files_that_are_no_trace_are_skipped_in_a_directory(tmp_path: Path) -> None:
+    """A stray log, an empty file, a half-written header and a JSON file that is no trace are
+    skipped (one `skipped` row each, with the reason), the good trace is read."""
+    (tmp_path / "good.jsonl").write_bytes(HEADER + RECORD)
+    (tmp_path / "agent.log").write_text("starting agent\n")
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    (tmp_path / "half.jsonl").write_bytes(b'{"acp_trace":1,"kind":"hea')
+    (tmp_path / "config.json").write_text('{"theme": "dark"}\n')
+    records = read_trace(tmp_path)
+    skipped = skipped_inputs(records)
+    names = [Path(t).name for t in skipped["trace"]]
+    assert names == ["agent.log", "config.json", "empty.jsonl", "half.jsonl"]
+    assert "found an empty file" in skipped["problem"][2]
+    assert not any(str(tmp_path) in p for p in skipped["problem"])  # the reason, not the path
+    good = records.filter(pl.col("kind") != "skipped")
+    assert good["trace"].unique().to_list() == [str(tmp_path / "good.jsonl")]
+
+
+def test_a_file_named_itself_that_is_no_trace_is_an_error(tmp_path: Path) -> None:
+    """Named on the command line, a file that is not a trace raises InputError."""
+    (tmp_path / "agent.log").write_text("starting agent\n")
+    with pytest.raises(InputError, match=r"agent\.log: expected an acp-trace v1 trace"):
+        read_trace([tmp_path / "agent.log"])
+
+
+def test_a_directory_with_no_readable_trace_is_an_error(tmp_path: Path) -> None:
+    """When every candidate is skipped, the directory yields no trace: InputError says why."""
+    (tmp_path / "a.log").write_text("log line\n")
+    (tmp_path / "b.jsonl").write_bytes(b"")
+    with pytest.raises(InputError) as info:
+        read_trace([tmp_path])
+    text = str(info.value)
+    assert text.startswith(f"{tmp_path}: no trace among its 2 files (a.log: expected")
+    assert "b.jsonl: expected" in text
+
+
+def test_concatenated_traces_are_read_one_by_one(tmp_path: Path) -> None:
+    """`cat a.jsonl b.jsonl > c.jsonl` gives traces c.jsonl#1 and c.jsonl#2, each with its
+    header and records (file line numbers kept); a header key inside a string splits nothing."""
+    noisy = (
+        b'{"seq":2,"t_ns":6,"src":"stderr","text":"{\\"acp_trace\\":1,\\"kind\\":\\"header\\"}"}\n'
+    )
+    path = tmp_path / "c.jsonl"
+    path.write_bytes(HEADER + RECORD + noisy + HEADER + RECORD)
+    records = read_trace(path)
+    name = str(path)
+    assert records["trace"].to_list() == [f"{name}#1"] * 3 + [f"{name}#2"] * 2
+    assert records["kind"].to_list() == ["header", "notification", "text", "header", "notification"]
+    assert records["line"].to_list() == [1, 2, 3, 4, 5]
+
+
+def test_a_single_trace_keeps_its_name(tmp_path: Path) -> None:
+    """A file with one header (and a header key only inside a message) is not split."""
+    noisy = b'{"seq":2,"t_ns":6,"src":"stderr","text":"{\\"acp_trace\\":1}"}\n'
+    path = tmp_path / "one.jsonl"
+    path.write_bytes(HEADER + RECORD + noisy)
+    assert read_trace(path)["trace"].unique().to_list() == [str(path)]

@@ -15,6 +15,7 @@ from acp_trace.cli.app import (
     app,
     emit_frame,
     progress_bar,
+    warn_skipped,
 )
 
 
@@ -26,6 +27,7 @@ def summary(traces: Traces, source_format: From = None) -> None:
     from acp_trace.trace.reader import read_trace
 
     records = read_trace(traces, fmt=source_format, progress=progress_bar("reading"))
+    warn_skipped(records)
     typer.echo(format_summary(summarize(records)), nl=False)
 
 

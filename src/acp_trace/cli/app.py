@@ -77,9 +77,19 @@ def progress_bar(label: str) -> Callable[[int, int], None] | None:
 def analyze_paths(
     traces: list[str], marker_meta: str | None = None, fmt: str | None = None
 ) -> Analysis:
-    from acp_trace.analysis.front import analyze
+    from acp_trace.analysis import analyze
 
-    return analyze(traces, marker_meta=marker_meta, fmt=fmt, progress=progress_bar("reading"))
+    a = analyze(traces, marker_meta=marker_meta, fmt=fmt, progress=progress_bar("reading"))
+    warn_skipped(a.records)
+    return a
+
+
+def warn_skipped(records: pl.DataFrame) -> None:
+    """One line on stderr per file passed over while reading (the rest was analyzed)."""
+    from acp_trace.trace.reader import skipped_inputs
+
+    for trace, problem in skipped_inputs(records).rows():
+        sys.stderr.write(f"acp-trace: skipped {trace}: {problem}\n")
 
 
 def emit_frame(df: pl.DataFrame, fmt: str, table: str | None = None) -> None:

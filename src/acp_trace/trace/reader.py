@@ -8,12 +8,14 @@ and per damaged line. Nothing is dropped silently: damaged lines become `malform
 from __future__ import annotations
 
 import base64
+import mmap
 import os
+import re
 from array import array
 from collections.abc import Callable, Iterable
 from itertools import groupby, repeat
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 import polars as pl
@@ -21,7 +23,7 @@ import polars as pl
 from acp_trace.errors import InputError
 from acp_trace.jsonrpc import id_key, is_message, loads, message_kind
 from acp_trace.trace.format import FORMAT_VERSION, SOURCES, element_spans, msg_text
-from acp_trace.trace.paths import expand_paths
+from acp_trace.trace.paths import find_traces
 
 SCHEMA: dict[str, Any] = {
     "trace": pl.String,
@@ -99,18 +101,54 @@ def read_trace(
 
     Other capture formats (bare JSON-RPC, Zed's log, conductor, inspector) are detected
     from their content and converted on the fly. Damaged lines and a cut last line become
-    rows of kind `malformed` with their line number; they never stop the reading.
+    rows of kind `malformed` with their line number; they never stop the reading. A file
+    found in a directory (or by a glob) that is not a trace becomes one row of kind `skipped`
+    that says why (`skipped_inputs` lists them); a file named itself that is not a trace, or
+    an argument that yields no trace at all, raises InputError. A file holding several traces
+    one after another (each from its header on) is read as `FILE#1`, `FILE#2`, ...
     `fmt` names the input format instead of detecting it (`acp-trace`, or an importer's name).
     """
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
-    files = expand_paths(paths)
+    found = find_traces(paths)
     cols = _Columns()
-    for done, path in enumerate(files, 1):
-        _read_file(cols, path, fmt)
+    read_from: dict[str, int] = {}
+    for done, item in enumerate(found, 1):
+        read_from.setdefault(item.root, 0)
+        try:
+            _read_file(cols, item.path, fmt)
+        except InputError as exc:
+            if item.explicit:
+                raise
+            cols.add(trace=str(item.path), kind="skipped", event=_reason(exc, item.path))
+        else:
+            read_from[item.root] += 1
         if progress is not None:
-            progress(done, len(files))
-    return cols.table()
+            progress(done, len(found))
+    table = cols.table()
+    for root, count in read_from.items():
+        if count == 0:
+            raise InputError(_nothing_read(root, table))
+    return table
+
+
+def skipped_inputs(records: pl.DataFrame) -> pl.DataFrame:
+    """The files passed over while reading (`trace`, `problem`), in order."""
+    skipped = records.filter(pl.col("kind") == "skipped")
+    return skipped.select("trace", pl.col("event").alias("problem"))
+
+
+def _reason(exc: InputError, path: Path) -> str:
+    """The reason of an InputError without the path it starts with."""
+    return str(exc).removeprefix(f"{path}: ")
+
+
+def _nothing_read(root: str, table: pl.DataFrame) -> str:
+    skipped = skipped_inputs(table).rows()
+    shown = "; ".join(f"{Path(t).name}: {p}" for t, p in skipped[:3])
+    more = f"; and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+    files = "1 file" if len(skipped) == 1 else f"{len(skipped)} files"
+    return f"{root}: no trace among its {files} ({shown}{more})"
 
 
 CHUNK_ROWS = 50_000
@@ -125,7 +163,10 @@ def _read_file(cols: _Columns, path: Path, fmt: str | None) -> None:
         first = handle.readline()
         if fmt in (None, "acp-trace") and _is_native(first):
             handle.seek(0)
-            _parse_lines(cols, str(path), handle)
+            if _later_header(handle):
+                _parse_segments(cols, str(path), handle)
+            else:
+                _parse_lines(cols, str(path), handle)
             return
         handle.seek(0)
         data = handle.read()
@@ -133,6 +174,41 @@ def _read_file(cols: _Columns, path: Path, fmt: str | None) -> None:
 
     for name, lines in importers.convert(path, data, fmt):
         _parse_lines(cols, name, iter(lines))
+
+
+_HEADER_KEY = re.compile(rb'(?<!\\)"acp_trace"')
+
+
+def _later_header(handle: BinaryIO) -> bool:
+    """True when a header key stands after line 1 (`cat a.jsonl b.jsonl`); leaves the handle at
+    the start. A quick scan of the bytes: `_parse_segments` decides line by line."""
+    size = os.fstat(handle.fileno()).st_size
+    if size == 0:
+        return False
+    with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        start = data.find(b"\n") + 1
+        found = start > 0 and _HEADER_KEY.search(data, start) is not None
+    handle.seek(0)
+    return found
+
+
+def _parse_segments(cols: _Columns, path: str, lines: Iterable[bytes]) -> None:
+    """A file of several traces: each header starts the next, named `PATH#1`, `PATH#2`, ..."""
+    segment = 1
+    for number, raw in enumerate(lines, 1):
+        header = b'"acp_trace"' in raw and _is_header(raw)
+        segment += header and number > 1
+        _parse_line(cols, f"{path}#{segment}", number, raw, header_ok=header)
+        if len(cols.rows) >= CHUNK_ROWS:
+            cols.flush()
+
+
+def _is_header(raw: bytes) -> bool:
+    try:
+        head = loads(raw)
+    except ValueError:
+        return False
+    return isinstance(head, dict) and "acp_trace" in head and head.get("kind") == "header"
 
 
 def _is_native(line: bytes) -> bool:
@@ -154,7 +230,9 @@ def _parse_lines(cols: _Columns, trace: str, lines: Iterable[bytes]) -> None:
             cols.flush()
 
 
-def _parse_line(cols: _Columns, trace: str, number: int, raw: bytes) -> None:
+def _parse_line(
+    cols: _Columns, trace: str, number: int, raw: bytes, *, header_ok: bool = False
+) -> None:
     cut = not raw.endswith(b"\n")
     line = raw.rstrip(b"\r\n")
     if not line.strip():
@@ -163,7 +241,7 @@ def _parse_line(cols: _Columns, trace: str, number: int, raw: bytes) -> None:
         rec = loads(line)
     except ValueError:
         rec = None
-    if number == 1 and isinstance(rec, dict) and rec.get("kind") == "header":
+    if (number == 1 or header_ok) and isinstance(rec, dict) and rec.get("kind") == "header":
         cols.add(trace=trace, line=number, kind="header", text=line.decode())
         return
     problem = _record_problem(rec)
