@@ -20,6 +20,7 @@ PACKAGE = SRC / "acp_trace"
 MAY_IMPORT: dict[str, set[str]] = {
     "errors": set(),
     "jsonrpc": set(),
+    "files": set(),
     "trace": set(),
     "record": {"trace.format"},
     "analysis": {"trace"},
@@ -34,7 +35,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "": {"*"},
     "__main__": {"*"},
 }
-SHARED = {"errors", "jsonrpc"}
+SHARED = {"errors", "jsonrpc", "files"}
 
 
 def _module_name(path: Path) -> str:

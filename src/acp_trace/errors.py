@@ -17,3 +17,7 @@ class UsageError(AcpTraceError):
 
 class RecordError(AcpTraceError):
     """The recorder cannot start (agent not found, trace file cannot be created)."""
+
+
+class OutputError(AcpTraceError):
+    """An output (`-o` file or directory) cannot be written where it was asked for."""
