@@ -76,7 +76,7 @@ def replacing(target: str | os.PathLike[str], *, private: bool = True) -> Iterat
     """A temporary path beside `target` for a library to write (a figure, a Parquet file);
     on success it gets its mode and is renamed over `target`, on failure it is removed."""
     path = Path(target)
-    _check_file_target(path)
+    _check_file_target(os.fspath(target))
     folder = path.parent
     if not folder.is_dir():
         raise OutputError(f"{path}: the directory {folder} does not exist")
@@ -97,8 +97,8 @@ def replacing(target: str | os.PathLike[str], *, private: bool = True) -> Iterat
             temp.unlink()
 
 
-def _check_file_target(path: Path) -> None:
-    if os.fspath(path).endswith(("/", os.sep)):
+def _check_file_target(path: str) -> None:
+    if path.endswith(("/", os.sep)):
         raise OutputError(f"{path}: expected a file name for the output, found a directory name")
     with suppress(FileNotFoundError):
         mode = os.lstat(path).st_mode
