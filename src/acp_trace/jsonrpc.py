@@ -76,13 +76,19 @@ def update_class(update_kind: str | None) -> str | None:
 
 
 def loads(data: bytes | str) -> Any:
-    """Parse JSON; falls back to the stdlib for what orjson refuses but JSON allows (huge ints)."""
+    """Parse JSON; falls back to the stdlib for what orjson refuses but JSON allows (huge ints).
+
+    Every failure is a ValueError, nesting too deep for the stdlib's recursion limit included
+    (orjson stops at 1024 levels; a RecursionError is not a bug of the caller's)."""
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
         if isinstance(data, bytes):
             data = data.decode("utf-8")  # raises UnicodeDecodeError (a ValueError) on bad bytes
-        return json.loads(data, parse_constant=_reject_constant)
+        try:
+            return json.loads(data, parse_constant=_reject_constant)
+        except RecursionError:
+            raise ValueError("JSON nested too deeply to parse") from None
 
 
 def _reject_constant(name: str) -> Any:

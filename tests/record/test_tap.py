@@ -2,160 +2,29 @@
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import os
 import re
 import signal
 import stat
 import subprocess
-import sys
 import tempfile
-import threading
-from dataclasses import dataclass, field
-from functools import cache
-from importlib import resources
 from pathlib import Path
-from typing import Any
 
-import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from acp_trace.record import tap, trace_file
-from acp_trace.record import writer as trace_writer
-from testpaths import SCRIPTS
-
-AGENT = [sys.executable, str(SCRIPTS / "agent.py")]
-CLIENT = [sys.executable, str(SCRIPTS / "client.py")]
-RECORD = [sys.executable, "-m", "acp_trace", "record"]
-SECRET = "sk-live-0123456789"
-LIMIT_FILE_SIZE = [
-    sys.executable,
-    "-c",
-    "import os, resource, sys; n = int(sys.argv[1]);"
-    " resource.setrlimit(resource.RLIMIT_FSIZE, (n, resource.RLIM_INFINITY));"
-    " os.execv(sys.argv[2], sys.argv[2:])",
-]
-
-
-@cache
-def validator() -> jsonschema.protocols.Validator:
-    text = resources.files("acp_trace.trace").joinpath("trace-format.schema.json").read_text()
-    schema = json.loads(text)
-    jsonschema.Draft202012Validator.check_schema(schema)
-    return jsonschema.Draft202012Validator(schema)
-
-
-@dataclass
-class Run:
-    """What one client-recorder-agent run left behind."""
-
-    code: int
-    stderr: str
-    lines: list[bytes]
-    agent_received: bytes
-    client_received: bytes
-    stderr_bytes: bytes
-    records: list[dict[str, Any]] = field(default_factory=list)
-
-    def events(self, name: str) -> list[dict[str, Any]]:
-        return [r for r in self.records if r.get("event") == name]
-
-    def of(self, src: str) -> list[tuple[dict[str, Any], bytes]]:
-        return [
-            (r, raw) for r, raw in zip(self.records, self.lines[1:], strict=True) if r["src"] == src
-        ]
-
-
-def sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def run_tap(
-    work: Path,
-    *,
-    client_sends: bytes = b"",
-    agent_sends: bytes = b"",
-    agent_stderr: bytes = b"",
-    agent_args: tuple[str, ...] = (),
-    record_args: tuple[str, ...] = (),
-    client_args: tuple[str, ...] = (),
-    trace: Path | None = None,
-    env: dict[str, str] | None = None,
-    file_size_limit: int | None = None,
-) -> Run:
-    """Run client -> `acp-trace record` -> agent; parse and schema-check the trace."""
-    files = {name: work / name for name in ("c.in", "c.out", "a.in", "a.out", "a.err")}
-    files["c.in"].write_bytes(client_sends)
-    files["a.in"].write_bytes(agent_sends)
-    files["a.err"].write_bytes(agent_stderr)
-    trace = trace or work / "trace.jsonl"
-    agent = [*AGENT, "--send", str(files["a.in"]), "--received", str(files["a.out"])]
-    agent += ["--stderr", str(files["a.err"]), *agent_args]
-    recorder = [*RECORD, "-o", str(trace), *record_args, "--", *agent]
-    if file_size_limit is not None:
-        recorder = [*LIMIT_FILE_SIZE, str(file_size_limit), *recorder]
-    client = [*CLIENT, "--send", str(files["c.in"]), "--received", str(files["c.out"])]
-    done = subprocess.run(
-        [*client, *client_args, "--", *recorder], capture_output=True, timeout=300, env=env
-    )
-    lines = trace.read_bytes().splitlines(keepends=True) if trace.is_file() else []
-    received = files["a.out"].read_bytes() if files["a.out"].exists() else b""
-    stderr = done.stderr.decode(errors="replace")
-    run = Run(done.returncode, stderr, lines, received, files["c.out"].read_bytes(), done.stderr)
-    check_trace(run, cut_ok=file_size_limit is not None)
-    return run
-
-
-def check_trace(run: Run, *, cut_ok: bool = False) -> None:
-    """Every line is valid JSON and valid v1; seq counts 1, 2, 3...; t_ns follows seq."""
-    if cut_ok and run.lines and not run.lines[-1].endswith(b"\n"):
-        run.lines.pop()
-    for number, line in enumerate(run.lines, 1):
-        assert line.endswith(b"\n"), f"line {number} is cut"
-        value = json.loads(line)
-        validator().validate(value)
-        if number > 1:
-            run.records.append(value)
-    assert [r["seq"] for r in run.records] == list(range(1, len(run.records) + 1))
-    times = [r["t_ns"] for r in run.records]
-    assert times == sorted(times)
-
-
-def expected_lines(sent: bytes) -> list[tuple[bytes, bool]]:
-    """The lines a stream consists of, each with whether a newline ended it."""
-    parts = sent.split(b"\n")
-    last = parts.pop()
-    return [(p, True) for p in parts] + ([(last, False)] if last else [])
-
-
-def assert_recorded(run: Run, src: str, sent: bytes) -> None:
-    """The records of `src` are the lines of `sent`, in order, each as its payload rule says."""
-    records = run.of(src)
-    expected = expected_lines(sent)
-    assert len(records) == len(expected)
-    for (rec, raw), (line, eol) in zip(records, expected, strict=True):
-        assert rec.get("eol", True) is eol
-        if "msg" in rec:
-            spliced = raw[raw.index(b',"msg":') + 7 : raw.rstrip().rindex(b"}")]
-            assert spliced == line.strip(b" \t\r")
-        elif "text" in rec:
-            assert rec["text"].encode() == line
-        else:
-            assert base64.b64decode(rec["b64"]) == line
-
-
-def assert_transparent(run: Run, client_sends: bytes, agent_sends: bytes) -> None:
-    """Both directions arrive byte for byte, and all three streams are recorded line by line."""
-    assert sha(run.agent_received) == sha(client_sends)
-    assert sha(run.client_received) == sha(agent_sends)
-    assert run.events("dropped") == []
-    assert_recorded(run, "client", client_sends)
-    assert_recorded(run, "agent", agent_sends)
-
+from scripts.taprun import (
+    AGENT,
+    RECORD,
+    SECRET,
+    assert_recorded,
+    assert_transparent,
+    run_tap,
+    sha,
+)
 
 MIXED = (
     b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":2}}\n'
@@ -216,21 +85,28 @@ def test_awkward_lines_are_forwarded_and_recorded(
 
 
 def test_a_64_mib_line_is_forwarded_and_recorded_whole(tmp_path: Path) -> None:
-    """One 64 MiB JSON line passes both ways and is recorded whole, without any line limit."""
-    blob = b'{"jsonrpc":"2.0","method":"big","params":{"data":"' + b"x" * (64 << 20) + b'"}}\n'
+    """A JSON line of exactly 64 MiB (the default --max-record-bytes) passes both ways and is
+    recorded whole."""
+    head, tail = b'{"jsonrpc":"2.0","method":"big","params":{"data":"', b'"}}'
+    blob = head + b"x" * ((64 << 20) - len(head) - len(tail)) + tail + b"\n"
     run = run_tap(tmp_path, client_sends=blob, agent_sends=blob)
     assert_transparent(run, blob, blob)
     assert len(run.lines[1]) > 64 << 20
+    assert json.loads(run.lines[0])["max_record_bytes"] == 64 << 20
 
 
-def test_max_record_bytes_cuts_only_the_recorded_copy(tmp_path: Path) -> None:
-    """With --max-record-bytes a long line is recorded cut (truncated, bytes), forwarded whole."""
-    line = b'{"jsonrpc":"2.0","method":"long","params":{"text":"' + b"y" * 5000 + b'"}}\n'
-    run = run_tap(tmp_path, client_sends=line, record_args=("--max-record-bytes", "100"))
-    assert sha(run.agent_received) == sha(line)
+@pytest.mark.parametrize("eol", [True, False])
+def test_max_record_bytes_cuts_only_the_recorded_copy(tmp_path: Path, eol: bool) -> None:
+    """With --max-record-bytes a longer line (here spanning many reads) is recorded cut,
+    marked truncated with its real length, and forwarded whole; with or without a newline."""
+    line = b'{"jsonrpc":"2.0","method":"long","params":{"text":"' + b"y" * 500_000 + b'"}}'
+    sent = line + (b"\n" if eol else b"")
+    run = run_tap(tmp_path, client_sends=sent, record_args=("--max-record-bytes", "100"))
+    assert sha(run.agent_received) == sha(sent)
     rec = run.of("client")[0][0]
-    assert rec["truncated"] is True and rec["bytes"] == len(line) - 1
+    assert rec["truncated"] is True and rec["bytes"] == len(line)
     assert rec["text"] == line[:100].decode()
+    assert rec.get("eol", True) is eol
     assert json.loads(run.lines[0])["max_record_bytes"] == 100
 
 
@@ -347,16 +223,19 @@ def test_a_full_disk_never_stops_forwarding(tmp_path: Path) -> None:
     assert stat.S_ISCHR(full.stat().st_mode) and full.stat().st_mode & 0o666 == 0o666
 
 
-def test_a_disk_filling_up_mid_session_keeps_what_was_written(tmp_path: Path) -> None:
-    """When the trace hits a file size limit, forwarding goes on and complete lines stay valid."""
+def test_a_file_size_limit_leaves_a_valid_trace_ending_with_an_error(tmp_path: Path) -> None:
+    """Under a file size limit (RLIMIT_FSIZE) forwarding goes on, the trace holds whole records
+    only and ends with an `error` event that names the limit, and stderr says it once."""
     data = b'{"jsonrpc":"2.0","method":"x","params":{"n":12345}}\n' * 2000
     run = run_tap(tmp_path, client_sends=data, agent_sends=data, file_size_limit=8192)
     assert run.code == 0
     assert sha(run.agent_received) == sha(data) and sha(run.client_received) == sha(data)
     assert run.stderr.count("acp-trace: cannot write the trace") == 1
-    assert "File too large" in run.stderr
+    assert "file size limit of 8192 bytes (RLIMIT_FSIZE)" in run.stderr
     assert (tmp_path / "trace.jsonl").stat().st_size <= 8192
     assert len(run.records) > 10
+    last = run.records[-1]
+    assert last["event"] == "error" and "RLIMIT_FSIZE" in last["message"]
 
 
 def test_redaction_changes_the_record_not_the_traffic(tmp_path: Path) -> None:
@@ -404,17 +283,24 @@ def test_no_redact_records_secrets(tmp_path: Path) -> None:
     assert json.loads(run.lines[0])["redaction"] == {"policy": "none"}
 
 
+HEADER = b'{"acp_trace":1,"kind":"header","started_at":"2026-11-30T10:11:06.123456Z"}\n'
+
+
 def test_trace_files_are_private(tmp_path: Path) -> None:
-    """A new trace is created 0600, and an existing one is made 0600 before it is written."""
+    """A new trace is created 0600; an earlier trace given to -o is replaced by a new 0600
+    file (never rewritten in place: a hard link to the old one keeps the old content)."""
     fresh = tmp_path / "fresh.jsonl"
     run_tap(tmp_path, trace=fresh)
     existing = tmp_path / "existing.jsonl"
-    existing.write_text("old content\n")
+    existing.write_bytes(HEADER + b'{"seq":1,"t_ns":0,"src":"client","text":"old content"}\n')
     existing.chmod(0o644)
+    os.link(existing, tmp_path / "hardlink.jsonl")
     run = run_tap(tmp_path, trace=existing, client_sends=b"x\n")
     assert stat.S_IMODE(fresh.stat().st_mode) == 0o600
     assert stat.S_IMODE(existing.stat().st_mode) == 0o600
     assert b"old content" not in b"".join(run.lines)
+    assert b"old content" in (tmp_path / "hardlink.jsonl").read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
 
 
 def record_into_dir(
@@ -468,71 +354,14 @@ def test_agent_not_found_is_an_error_with_exit_2(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert done.stderr.decode().startswith("acp-trace: cannot start no-such-agent-xyz: ")
     assert not trace.exists()
-    trace.write_text("an earlier trace\n")
+    trace.write_bytes(HEADER)
     done = subprocess.run(command, input=b"", capture_output=True, timeout=60)
     assert done.returncode == 2
-    assert trace.read_text() == "an earlier trace\n"
+    assert trace.read_bytes() == HEADER
+    assert [p.name for p in tmp_path.iterdir()] == ["t.jsonl"]
 
 
 # ---------------------------------------------------------------- units
-
-
-def test_split_lines_keeps_the_unfinished_line() -> None:
-    """Lines a chunk completes come back whole; the unfinished rest waits in `pending`."""
-    pending = bytearray()
-    assert tap.split_lines(pending, b"ab") == []
-    assert tap.split_lines(pending, b"c\nd\n\ne") == [b"abc", b"d", b""]
-    assert pending == b"e"
-
-
-def test_a_waiting_writer_finds_a_line_queued_without_a_wake_up() -> None:
-    """A line queued while the writer waits reaches it although put() does not wake it."""
-    queue = trace_writer.ByteQueue(limit=1 << 20)
-    got: list[list[trace_writer.Item] | None] = []
-    reader = threading.Thread(target=lambda: got.append(queue.take(1 << 20)))
-    reader.start()
-    queue.put(trace_writer.Item(1, 0, "agent", b"x"), 65)
-    reader.join(timeout=30)
-    assert not reader.is_alive() and got and got[0] is not None
-    assert [item.data for item in got[0]] == [b"x"]
-
-
-def test_a_full_queue_drops_records_and_says_how_many() -> None:
-    """Records that do not fit are dropped without a seq; a dropped event precedes the next one."""
-    queue = trace_writer.ByteQueue(limit=400)
-    stamper = trace_writer.Stamper(queue)
-    stamper.lines("agent", [b"a" * 100, b"b" * 100, b"c" * 100, b"d" * 100])
-    batch = queue.take(1 << 20)
-    assert batch is not None
-    assert [(i.seq, i.data[:1]) for i in batch] == [(1, b"a"), (2, b"b")]
-    stamper.lines("agent", [b"e"])
-    stamper.event("eof", stream="agent")
-    queue.close()
-    rest = queue.take(1 << 20)
-    assert rest is not None
-    assert [(i.seq, i.event) for i in rest] == [
-        (3, {"event": "dropped", "count": 2}),
-        (4, None),
-        (5, {"event": "eof", "stream": "agent"}),
-    ]
-    assert stamper.dropped == 2
-
-
-def test_writer_reports_a_write_error_once_and_counts_what_is_lost(tmp_path: Path) -> None:
-    """On a failing trace file the writer warns once and counts the records it could not write."""
-    queue = trace_writer.ByteQueue(1 << 20)
-    stamper = trace_writer.Stamper(queue)
-    warnings: list[str] = []
-    fd = os.open("/dev/full", os.O_WRONLY)
-    encode = lambda item: trace_writer.encode_item(item, redact=True, max_bytes=None)  # noqa: E731
-    writer = trace_writer.TraceWriter(
-        fd, Path("/dev/full"), queue, encode, stamper, warnings.append
-    )
-    writer.start(b'{"acp_trace":1,"kind":"header"}\n')
-    stamper.lines("client", [b"one", b"two"])
-    writer.close()
-    assert len(warnings) == 1 and "No space left on device" in warnings[0]
-    assert writer.lost == 2 and writer.written == 0
 
 
 @pytest.mark.parametrize(("returncode", "code"), [(0, 0), (2, 2), (-15, 143), (-9, 137)])

@@ -2,12 +2,17 @@
 
     agent.py [--send FILE] [--received FILE] [--stderr FILE] [--exit N] [--ready]
              [--crash-after N] [--kill-self SIGNUM] [--ignore-eof] [--ignore-term]
+             [--generate N] [--gate FILE] [--pid-file FILE] [--child]
 
 It writes FILE to stdout in chunks of varying size (and --stderr FILE to stderr) while it
 reads stdin to EOF into --received; then it says `agent: stdin closed` on stderr and exits
 with --exit (default 0). --ready first writes one `{"ready":true}` line. --crash-after N
 exits at once with --exit after N bytes of FILE; --kill-self kills itself with a signal at
 the end; --ignore-eof waits forever after stdin's EOF; --ignore-term ignores SIGTERM.
+--generate N writes N more bytes of `x` without a newline (never holding them), --gate waits
+for FILE to exist before sending anything (after --ready), --pid-file writes the agent's pid
+(and its child's, one per line) and --child starts a child in the agent's process group that
+ignores SIGTERM and keeps the agent's stdio open until it is killed.
 """
 
 from __future__ import annotations
@@ -17,8 +22,10 @@ import os
 import random
 import resource
 import signal
+import subprocess
 import sys
 import threading
+import time
 
 
 def write_all(fd: int, data: bytes, seed: int) -> None:
@@ -27,6 +34,20 @@ def write_all(fd: int, data: bytes, seed: int) -> None:
     while view:
         size = chance.choice((1, 7, 100, 4096, 65536, 1 << 20))
         view = view[os.write(fd, view[:size]) :]
+
+
+def send(data: bytes, generate: int) -> None:
+    write_all(1, data, 2)
+    piece = b"x" * (1 << 20)
+    while generate > 0:
+        write_all(1, piece[:generate], 6)
+        generate -= len(piece)
+
+
+def start_child() -> int:
+    """A child in our process group that ignores SIGTERM and holds our stdio open."""
+    code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"
+    return subprocess.Popen([sys.executable, "-c", code]).pid
 
 
 def read_to_eof(fd: int, path: str | None) -> None:
@@ -45,20 +66,32 @@ def main() -> None:
     parser.add_argument("--exit", type=int, default=0)
     parser.add_argument("--crash-after", type=int)
     parser.add_argument("--kill-self", type=int)
-    for name in ("--ready", "--ignore-eof", "--ignore-term"):
+    parser.add_argument("--generate", type=int, default=0)
+    parser.add_argument("--gate")
+    parser.add_argument("--pid-file")
+    for name in ("--ready", "--ignore-eof", "--ignore-term", "--child"):
         parser.add_argument(name, action="store_true")
     args = parser.parse_args()
     _soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
     resource.setrlimit(resource.RLIMIT_FSIZE, (hard, hard))  # tests may limit the recorder's
     if args.ignore_term:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    pids = [os.getpid()]
+    if args.child:
+        pids.append(start_child())
+    if args.pid_file:
+        with open(args.pid_file + ".tmp", "w") as out:
+            out.write("".join(f"{pid}\n" for pid in pids))
+        os.replace(args.pid_file + ".tmp", args.pid_file)
     if args.ready:
         write_all(1, b'{"ready":true}\n', 0)
+    while args.gate and not os.path.exists(args.gate):
+        time.sleep(0.01)
     data = open(args.send, "rb").read() if args.send else b""  # noqa: SIM115
     if args.crash_after is not None:
         write_all(1, data[: args.crash_after], 1)
         os._exit(args.exit)
-    sender = threading.Thread(target=write_all, args=(1, data, 2))
+    sender = threading.Thread(target=send, args=(data, args.generate))
     sender.start()
     if args.stderr:
         write_all(2, open(args.stderr, "rb").read(), 3)  # noqa: SIM115

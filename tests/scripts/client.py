@@ -1,12 +1,14 @@
 """A scripted editor for the recorder tests: starts a command and talks to it over stdio.
 
     client.py [--send FILE] [--received FILE] [--keep-open | --close-on-ready]
-              [--signal-on-ready SIGNUM] -- COMMAND [ARGS...]
+              [--signal-on-ready SIGNUM] [--never-read] [--pid-file FILE] -- COMMAND [ARGS...]
 
 It writes FILE to the command's stdin in chunks of varying size and closes it (with
 --keep-open only once the command's stdout is at EOF, with --close-on-ready once the first
 line of output arrived), while it reads the command's stdout to EOF into --received. With
---signal-on-ready it sends SIGNUM to the command as soon as the first line of output arrives. It exits with the command's exit code (128+N after signal N).
+--signal-on-ready it sends SIGNUM to the command as soon as the first line of output arrives. With --never-read it never reads the command's stdout (a
+stuck editor); --pid-file writes the command's pid. It exits with the command's exit code
+(128+N after signal N).
 """
 
 from __future__ import annotations
@@ -58,6 +60,8 @@ def main() -> None:
     parser.add_argument("--keep-open", action="store_true")
     parser.add_argument("--close-on-ready", action="store_true")
     parser.add_argument("--signal-on-ready", type=int)
+    parser.add_argument("--never-read", action="store_true")
+    parser.add_argument("--pid-file")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -69,7 +73,13 @@ def main() -> None:
     proc.stdin.close()
     sender = threading.Thread(target=send, args=(stdin_fd, data, done))
     sender.start()
-    receive(proc.stdout.fileno(), args.received, proc, args.signal_on_ready)
+    if args.pid_file:
+        with open(args.pid_file, "w") as out:
+            out.write(f"{proc.pid}\n")
+    if args.never_read:
+        proc.wait()
+    else:
+        receive(proc.stdout.fileno(), args.received, proc, args.signal_on_ready)
     if done is not None:
         done.set()
     sender.join()

@@ -12,7 +12,8 @@ from acp_trace.jsonrpc import as_int, loads
 
 def summarize(records: pl.DataFrame) -> pl.DataFrame:
     """One row per trace: agent, protocol, sessions, counts by method and update kind, and
-    everything that went wrong while recording or reading (malformed lines, lost records)."""
+    everything that went wrong while recording or reading (malformed lines, lost records, the
+    recorder's errors and the agents it had to kill, a trace removed while recording)."""
     conns = connections(records)
     rows = []
     for trace, part in records.group_by("trace", maintain_order=True):
@@ -37,6 +38,9 @@ SUMMARY_SCHEMA: dict[str, Any] = {
     "malformed_lines": pl.List(pl.Int64),
     "lost_records": pl.Int64,
     "dropped": pl.Int64,
+    "tap_errors": pl.List(pl.Struct({"seq": pl.Int64, "message": pl.String})),
+    "kills": pl.List(pl.Struct({"seq": pl.Int64, "signal": pl.Int64, "reason": pl.String})),
+    "trace_removed": pl.Boolean,
     "exit_code": pl.Int64,
     "exit_signal": pl.Int64,
     "by_method": pl.List(pl.Struct({"name": pl.String, "count": pl.Int64})),
@@ -58,6 +62,7 @@ def _summary_row(trace: str, part: pl.DataFrame, conn: Connection) -> tuple[Any,
     dropped = sum(
         loads(x).get("count", 0) for x in events.filter(pl.col("event") == "dropped")["text"]
     )
+    errors, kills = _tap_problems(events)
     exits = [loads(x) for x in events.filter(pl.col("event") == "exit")["text"]]
     last_exit = exits[-1] if exits else {}
     header = part.filter(pl.col("kind") == "header")
@@ -79,8 +84,27 @@ def _summary_row(trace: str, part: pl.DataFrame, conn: Connection) -> tuple[Any,
         malformed,
         lost,
         dropped,
+        [{"seq": seq, "message": str(e.get("message"))} for seq, e in errors],
+        [
+            {"seq": seq, "signal": as_int(k.get("signal")), "reason": str(k.get("reason"))}
+            for seq, k in kills
+        ],
+        any(e.get("cause") == "removed" for _seq, e in errors),
         as_int(last_exit.get("code")),
         as_int(last_exit.get("signal")),
         _counts(messages, "method"),
         _counts(messages, "update_kind"),
     )
+
+
+def _tap_problems(
+    events: pl.DataFrame,
+) -> tuple[list[tuple[int, dict[str, Any]]], list[tuple[int, dict[str, Any]]]]:
+    """The recorder's `error` events and its `kill` events (the agent it had to end), with seq."""
+    found: dict[str, list[tuple[int, dict[str, Any]]]] = {"error": [], "kill": []}
+    for seq, name, text in (
+        events.filter(pl.col("event").is_in(list(found))).select("seq", "event", "text").rows()
+    ):
+        detail = loads(text)
+        found[name].append((seq, detail if isinstance(detail, dict) else {}))
+    return found["error"], found["kill"]

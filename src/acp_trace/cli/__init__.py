@@ -1,14 +1,49 @@
 """The command line: parse options, call one library function, render. Only this package
 imports typer. Each module registers its commands on `app`, in the order `--help` lists them:
-record; the analysis commands; the commands that write files; import; the demo."""
+record; the analysis commands; the commands that write files; import; the demo.
+
+`main` gives `acp-trace record ... -- AGENT` a fast path (record_fast.py) that loads neither
+typer nor a command module: an editor that starts an agent per thread waits for the agent,
+not for the tool. Anything the fast path does not take (help, a mistake, another command)
+goes to the typer app, loaded here on first use (`from acp_trace.cli import app` too).
+"""
 
 from __future__ import annotations
 
-# Importing the command modules registers their commands; the order is the listing's.
-# isort: off
-from acp_trace.cli.app import app, main
-from acp_trace.cli import record, analysis, output, importing, demo
+import sys
+from importlib import import_module
+from typing import Any
 
-# isort: on
+COMMAND_MODULES = ("record", "analysis", "output", "importing", "demo")  # the --help order
+
+
+def main() -> None:
+    """Entry point: run the command line; acp-trace errors become one line and exit 2."""
+    from acp_trace.cli import record_fast
+
+    record_fast.run_if_plain(sys.argv[1:])  # returns only when it leaves the line to typer
+    _load()
+    from acp_trace.cli.app import main as run_app
+
+    run_app()
+
+
+def _load() -> Any:
+    """Import the typer app and register every command on it; the app."""
+    from acp_trace.cli.app import app
+
+    for name in COMMAND_MODULES:
+        globals()[name] = import_module(f"acp_trace.cli.{name}")
+    globals()["app"] = app  # the Typer object, not the submodule of the same name
+    return app
+
+
+def __getattr__(name: str) -> Any:
+    """`app` and the command modules, loaded on first use (PEP 562)."""
+    if name == "app" or name in COMMAND_MODULES:
+        _load()
+        return globals()[name]
+    raise AttributeError(f"module 'acp_trace.cli' has no attribute {name!r}")
+
 
 __all__ = ["analysis", "app", "demo", "importing", "main", "output", "record"]

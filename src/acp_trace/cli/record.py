@@ -1,14 +1,16 @@
-"""`acp-trace record`: the tap between an editor and an agent. It imports no analyzer module."""
+"""`acp-trace record`: the tap between an editor and an agent. It imports no analyzer module;
+`acp-trace record ... -- AGENT` usually takes the fast path of record_fast.py instead, which
+means the same (this is its help and its errors)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from acp_trace.cli.app import app
+from acp_trace.record.options import DEFAULT_GRACE, DEFAULT_MAX_RECORD_BYTES, DEFAULT_QUEUE_BYTES
 
 
 @app.command(context_settings={"allow_interspersed_args": False})
@@ -32,31 +34,33 @@ def record(
         bool, typer.Option("--no-redact", help="Record secrets (MCP env/headers, credentials).")
     ] = False,
     max_record_bytes: Annotated[
-        int | None,
+        int,
         typer.Option(
-            min=0, help="Cut the recorded copy of longer lines (forwarding is never cut)."
+            min=0,
+            help="Record at most this many bytes of a line (the rest is counted, marked"
+            " truncated; forwarding is never cut). Bounds the recorder's memory.",
         ),
-    ] = None,
+    ] = DEFAULT_MAX_RECORD_BYTES,
     grace: Annotated[
         float,
         typer.Option(
-            min=0.0, help="Seconds the agent may outlive the client's stdin (then TERM, KILL)."
+            min=0.0,
+            help="Seconds the agent may outlive the client's stdin or a SIGTERM (then TERM,"
+            " KILL); also how long a stuck trace may hold up the exit.",
         ),
-    ] = 3.0,
+    ] = DEFAULT_GRACE,
     queue_bytes: Annotated[
         int,
         typer.Option(
-            min=1, help="Bytes of lines waiting for a slow disk before records are dropped."
+            min=1,
+            help="Bytes of traffic waiting for the trace writer before records are dropped"
+            " (and counted).",
         ),
-    ] = 256 << 20,
+    ] = DEFAULT_QUEUE_BYTES,
 ) -> None:
     """Run an agent behind a tap that forwards every byte and records a trace: -- AGENT [ARGS...]."""
+    from acp_trace.cli.record_fast import run
     from acp_trace.record.options import RecordOptions
-    from acp_trace.record.tap import record as run_recorder
-
-    def warn(message: str) -> None:
-        sys.stderr.write(f"acp-trace: {message}\n")
-        sys.stderr.flush()
 
     options = RecordOptions(
         command=command,
@@ -67,7 +71,4 @@ def record(
         grace=grace,
         queue_bytes=queue_bytes,
     )
-    result = run_recorder(options, warn=warn)
-    if result.dropped and result.write_error is None:
-        warn(f"{result.trace}: {result.dropped} records were dropped (the disk was too slow)")
-    raise typer.Exit(result.exit_code)
+    raise typer.Exit(run(options))

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DEFAULT_GRACE = 3.0
-DEFAULT_QUEUE_BYTES = 256 << 20
+DEFAULT_QUEUE_BYTES = 64 << 20
+DEFAULT_MAX_RECORD_BYTES = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -18,14 +19,16 @@ class RecordOptions:
     output: Path | None = None
     directory: Path | None = None
     redact: bool = True
-    max_record_bytes: int | None = None
+    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
     grace: float = DEFAULT_GRACE
     queue_bytes: int = DEFAULT_QUEUE_BYTES
 
 
 @dataclass(frozen=True)
 class RecordResult:
-    """How a recording ended: the agent's exit code (128+N after signal N) and the trace."""
+    """How a recording ended: the agent's exit code (128+N after signal N), the trace, the
+    records written, and those that were not (dropped from a full queue, or after the trace
+    could not be written), with the reason the trace stopped if it did."""
 
     exit_code: int
     trace: Path

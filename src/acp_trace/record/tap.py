@@ -1,13 +1,17 @@
 """The recorder behind `acp-trace record`: a tap between an editor and an ACP agent.
 
-Three pump threads forward client stdin to the agent, the agent's stdout to the client and
-its stderr to ours, chunk by chunk as `os.read` returns (no line buffering, no limit, no
-re-encoding). Each chunk that completes lines is stamped first (seq and t_ns under one lock),
-then forwarded. Stamped lines go to a queue bounded by bytes; a writer thread encodes them
-(redaction included) and writes the trace, so a slow or full disk never delays the traffic.
-The write path is in trace_writer.py, the trace file's name and creation in trace_file.py.
-The main thread runs the agent in its own session, forwards SIGINT/SIGTERM/SIGHUP to its
-process group and ends it when it outlives the client. docs/trace-format.md has the format.
+The forwarding process does as little as it can. Three pump threads read the client's stdin,
+the agent's stdout and its stderr with `os.read` (whatever arrived, up to 64 KiB), read the
+clock, put the raw bytes into the shared ring (ring.py) and forward them unchanged. Handing on
+comes before forwarding so that the ring's order is causal: a request is in the ring before
+the agent can have read it, let alone answered. Everything else (cutting lines, `seq`, JSON,
+redaction, the disk) happens in the writer process (writer.py, started by processes.py),
+which never takes this process's GIL; a full ring drops chunks and counts them.
+
+The main thread starts the agent in its own session, forwards SIGINT, SIGTERM and SIGHUP to
+its process group (SIGKILL follows a SIGTERM the agent ignores for the grace period), ends it
+when it outlives the client (SIGTERM, then SIGKILL), and finally waits a bounded time for the
+writer. docs/trace-format.md has the format, docs/performance.md the measurements.
 """
 
 from __future__ import annotations
@@ -21,82 +25,96 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import partial
 from typing import Any
 
 from acp_trace import __version__
 from acp_trace.errors import RecordError
 from acp_trace.record.options import RecordOptions, RecordResult
-from acp_trace.record.redact import NO_POLICY, POLICY
-from acp_trace.record.trace_file import create_trace
-from acp_trace.record.writer import ByteQueue, Stamper, TraceWriter, encode_item
-from acp_trace.trace.format import encode_header
+from acp_trace.record.processes import Watchdog, WriterProcess, spawn_agent, start_writer
+from acp_trace.record.ring import (
+    AGENT_REAPED,
+    DROPPED,
+    LOST,
+    WRITTEN,
+    Ring,
+    RingWriter,
+    unread_lines,
+)
+from acp_trace.record.trace_file import TraceTarget, open_trace
 
 READ_SIZE = 64 << 10
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+RETRY = 0.01  # seconds before retrying a read or write that ran out of memory
 
 
-# ---------------------------------------------------------------- forwarding
+class Pump:
+    """One stream: read, stamp, hand on, forward, until the source's EOF. Nothing but the
+    source's end or a read error stops it: an error in handing on or forwarding is recorded
+    (once) and the stream goes on."""
 
+    def __init__(self, source: int, sink: int, src: str, out: RingWriter) -> None:
+        self.source, self.sink, self.src, self.out = source, sink, src, out
+        self.forwarding = True
+        self._said: set[str] = set()
 
-def split_lines(pending: bytearray, chunk: bytes) -> list[bytes]:
-    """The lines (without `\\n`) that `chunk` completes; the rest stays in `pending`."""
-    if b"\n" not in chunk:
-        pending += chunk
-        return []
-    parts = chunk.split(b"\n")
-    first = bytes(pending) + parts[0]
-    pending[:] = parts[-1]
-    return [first, *parts[1:-1]]
+    def run(self) -> None:
+        while True:
+            try:
+                if not self._once():
+                    break
+            except Exception as exc:  # a bug or no memory: say so, keep the stream going
+                self._trouble(type(exc).__name__, f"the {self.src} stream hit {exc!r}; it goes on")
+                time.sleep(RETRY)
+        self.out.end(self.src, time.monotonic_ns())
 
+    def _once(self) -> bool:
+        try:
+            chunk = os.read(self.source, READ_SIZE)
+            t = time.monotonic_ns()  # the stamp: before anything else
+        except MemoryError:
+            self._trouble("memory", f"out of memory reading the {self.src} stream; retrying")
+            time.sleep(RETRY)
+            return True
+        except OSError as exc:
+            self._error(f"cannot read the {self.src} stream: {exc.strerror or exc}", "read")
+            return False
+        if not chunk:
+            return False
+        self._hand_on(t, chunk)
+        if self.forwarding:
+            self._forward(chunk)
+        return True
 
-def pump(source: int, sink: int, src: str, stamper: Stamper) -> None:
-    """Forward `source` to `sink` as bytes arrive, stamping each line before forwarding it."""
-    pending = bytearray()
-    sink_open = True
-    while chunk := _read(source, src, stamper):
-        lines = split_lines(pending, chunk)
-        if lines:
-            stamper.lines(src, lines)
-        if sink_open:
-            sink_open = _forward(sink, chunk, src, stamper)
-    if pending:
-        stamper.lines(src, [bytes(pending)], eol=False)
+    def _hand_on(self, t: int, chunk: bytes) -> None:
+        try:
+            self.out.chunk(self.src, t, chunk)
+        except Exception as exc:
+            with suppress(Exception):
+                self.out.lose(self.src, chunk)
+            self._trouble("record", f"a read of the {self.src} stream was not recorded ({exc!r})")
 
+    def _forward(self, chunk: bytes) -> None:
+        done = 0
+        while done < len(chunk):
+            try:
+                done += os.write(self.sink, memoryview(chunk)[done:] if done else chunk)
+            except MemoryError:
+                time.sleep(RETRY)
+            except OSError as exc:
+                self._error(
+                    f"cannot forward the {self.src} stream: {exc.strerror or exc}", "forward"
+                )
+                self.forwarding = False
+                return
 
-def _read(source: int, src: str, stamper: Stamper) -> bytes:
-    try:
-        return os.read(source, READ_SIZE)
-    except OSError as exc:
-        stamper.event("error", message=f"cannot read the {src} stream: {exc.strerror or exc}")
-        return b""
+    def _error(self, message: str, cause: str) -> None:
+        self.out.event(time.monotonic_ns(), "error", message=message, cause=cause)
 
-
-def _forward(sink: int, chunk: bytes, src: str, stamper: Stamper) -> bool:
-    """Write all of `chunk`; on failure record it once and stop forwarding this stream."""
-    view = memoryview(chunk)
-    try:
-        while view:
-            view = view[os.write(sink, view) :]
-    except OSError as exc:
-        message = f"cannot forward the {src} stream: {exc.strerror or exc}"
-        stamper.event("error", message=message)
-        return False
-    return True
-
-
-# ---------------------------------------------------------------- the agent
-
-
-def spawn(command: list[str]) -> subprocess.Popen[bytes]:
-    """Start the agent in its own session (its own process group), all three stdio piped."""
-    pipe = subprocess.PIPE
-    try:
-        return subprocess.Popen(
-            command, stdin=pipe, stdout=pipe, stderr=pipe, bufsize=0, start_new_session=True
-        )
-    except OSError as exc:
-        raise RecordError(f"cannot start {command[0]}: {exc.strerror or exc}") from exc
+    def _trouble(self, key: str, message: str) -> None:
+        if key not in self._said:
+            self._said.add(key)
+            with suppress(Exception):
+                self._error(message, "record" if key == "record" else "pump")
 
 
 def exit_code(returncode: int) -> int:
@@ -106,39 +124,55 @@ def exit_code(returncode: int) -> int:
 
 @dataclass
 class _Tap:
-    """One recording: the agent, the threads, and the end of the session."""
+    """One recording: the agent, the pumps, the writer process, the end of the session."""
 
     options: RecordOptions
-    writer: TraceWriter
-    stamper: Stamper
+    target: TraceTarget
+    warn: Callable[[str], None]
     proc: subprocess.Popen[bytes] | None = None
+    ring: Ring | None = None
+    out: RingWriter | None = None
+    writer: WriterProcess | None = None
     client_eof: threading.Event = field(default_factory=threading.Event)
     early_signals: list[int] = field(default_factory=list)
+    term_at: float | None = None  # when a SIGTERM was forwarded to the living agent
+    hurry: bool = False  # a signal came after the agent was reaped: finish quickly
+    t0: int = 0
+    wall_ns: int = 0
+    write_error: str | None = None
+    unwritten: int = 0
+    writer_ended: bool = False
+    _relayed: int = 0
 
     def run(self, stdin_fd: int, stdout_fd: int, stderr_fd: int) -> int:
         with self._forwarding_signals():
-            started_at = self.stamper.start()
-            self.proc = proc = spawn(self.options.command)
-            self.writer.start(encode_header(self._header(started_at, proc.pid)))
+            self.t0, self.wall_ns = time.monotonic_ns(), time.time_ns()
+            self.proc = proc = spawn_agent(self.options.command)
             assert proc.stdin and proc.stdout and proc.stderr
+            if problem := self.target.commit():
+                self.warn(problem)
+            self.ring = ring = Ring(self.options.queue_bytes)
+            self.writer = start_writer(ring, self.target, proc, self.options, self._writer_main)
+            self.out = out = RingWriter(ring, self.writer.wake_fd)
             self._thread("client", self._client, stdin_fd, proc.stdin.fileno())
             drains = [
                 self._thread("agent", self._agent, proc.stdout.fileno(), stdout_fd),
-                self._thread(
-                    "stderr", pump, proc.stderr.fileno(), stderr_fd, "stderr", self.stamper
-                ),
+                self._thread("stderr", Pump(proc.stderr.fileno(), stderr_fd, "stderr", out).run),
             ]
             for signum in self.early_signals:
                 self._signal(signum)
             returncode = self._supervise(proc)
             self._drain(drains)
             sig = -returncode if returncode < 0 else None
-            self.stamper.event("exit", code=returncode if sig is None else None, signal=sig)
+            code = returncode if sig is None else None
+            out.event(time.monotonic_ns(), "exit", code=code, signal=sig)
             _close_for_reader(stdout_fd)
-            self.writer.close()
+            self._finish_writer()
         return exit_code(returncode)
 
     def _header(self, started_at: str, pid: int) -> dict[str, Any]:
+        from acp_trace.record.redact import NO_POLICY, POLICY
+
         return {
             "started_at": started_at,
             "command": self.options.command,
@@ -146,11 +180,31 @@ class _Tap:
             "pid": pid,
             "recorder": f"acp-trace {__version__}",
             "redaction": POLICY if self.options.redact else NO_POLICY,
-        } | self._limits()
+            "max_record_bytes": self.options.max_record_bytes,
+        }
 
-    def _limits(self) -> dict[str, Any]:
-        limit = self.options.max_record_bytes
-        return {} if limit is None else {"max_record_bytes": limit}
+    def _writer_main(self, ring: Ring, target: TraceTarget, wake_fd: int, dog: Watchdog) -> None:
+        """The writer process's work (it imports the encoders; the tap never does)."""
+        from acp_trace.record.writer import rfc3339, run_writer
+        from acp_trace.trace.format import encode_header
+
+        assert self.proc is not None
+        pid, started_at = self.proc.pid, rfc3339(self.wall_ns)
+        header = lambda: encode_header(self._header(started_at, pid))  # noqa: E731
+        run_writer(ring, target, wake_fd, dog, options=self.options, t0=self.t0, header=header)
+
+    def result(self, code: int) -> RecordResult:
+        ring = self.ring
+        assert ring is not None and self.out is not None
+        out = self.out
+        lost = (
+            ring.ctl[DROPPED]
+            + ring.ctl[LOST]
+            + self.unwritten
+            + out.lost_events
+            + out.unsent_lines()
+        )
+        return RecordResult(code, self.target.path, ring.ctl[WRITTEN], lost, self.write_error)
 
     def _thread(self, name: str, target: Callable[..., None], *args: Any) -> threading.Thread:
         thread = threading.Thread(target=target, args=args, name=name, daemon=True)
@@ -159,53 +213,129 @@ class _Tap:
 
     def _client(self, source: int, sink: int) -> None:
         """Client to agent; at the client's EOF close the agent's stdin and start the grace."""
-        pump(source, sink, "client", self.stamper)
-        assert self.proc is not None and self.proc.stdin is not None
+        assert self.out is not None and self.proc is not None and self.proc.stdin is not None
+        Pump(source, sink, "client", self.out).run()
         with suppress(OSError):
             self.proc.stdin.close()
-        self.stamper.event("eof", stream="client")
+        self.out.event(time.monotonic_ns(), "eof", stream="client")
         self.client_eof.set()
 
     def _agent(self, source: int, sink: int) -> None:
-        pump(source, sink, "agent", self.stamper)
-        self.stamper.event("eof", stream="agent")
+        assert self.out is not None
+        Pump(source, sink, "agent", self.out).run()
+        self.out.event(time.monotonic_ns(), "eof", stream="agent")
 
     def _supervise(self, proc: subprocess.Popen[bytes]) -> int:
-        """Wait for the agent; once the client is gone, end it after the grace period."""
+        """Wait for the agent; end it after the grace period once the client is gone, or
+        once it ignored a forwarded SIGTERM that long."""
         deadline: float | None = None
         escalation = [signal.SIGTERM, signal.SIGKILL]
+        grace = self.options.grace
         while True:
             with suppress(subprocess.TimeoutExpired):
-                return proc.wait(timeout=0.05)
+                returncode = proc.wait(timeout=0.05)
+                assert self.ring is not None
+                self.ring.ctl[AGENT_REAPED] = 1
+                return returncode
+            self._relay()
+            self._check_writer()
+            now = time.monotonic()
+            if self.term_at is not None and now - self.term_at >= grace and escalation:
+                reason = (
+                    f"the agent did not exit within {grace:g} s of a SIGTERM sent to the recorder"
+                )
+                self._kill(signal.SIGKILL, reason)
+                escalation, self.term_at = [], None
             if not self.client_eof.is_set():
                 continue
-            now = time.monotonic()
             if deadline is None:
-                deadline = now + self.options.grace
+                deadline = now + grace
             elif now >= deadline and escalation:
-                signum = escalation.pop(0)
-                reason = f"the agent outlived the client's stdin by {self.options.grace:g} s"
-                self.stamper.event("kill", signal=int(signum), reason=reason)
-                self._signal(signum)
-                deadline = now + self.options.grace
+                reason = f"the agent outlived the client's stdin by {grace:g} s"
+                self._kill(escalation.pop(0), reason)
+                deadline = now + grace
+
+    def _check_writer(self) -> None:
+        """Say once that the writer process ended early (forwarding goes on)."""
+        writer = self.writer
+        if writer is None or self.writer_ended or writer.running():
+            return
+        self.writer_ended = True
+        how = _status_text(writer.status)
+        self.write_error = self.write_error or (
+            f"the trace writer ended early ({how}): nothing more is recorded in"
+            f" {self.target.path}; forwarding goes on"
+        )
+        self.warn(self.write_error)
+
+    def _kill(self, signum: int, reason: str) -> None:
+        assert self.out is not None
+        self.out.event(time.monotonic_ns(), "kill", signal=int(signum), reason=reason)
+        self._signal(signum, forwarded=False)
 
     def _drain(self, threads: list[threading.Thread]) -> None:
         """Read the agent's stdout and stderr to EOF, waiting at most the grace period each."""
+        assert self.out is not None
         for thread in threads:
-            thread.join(self.options.grace)
+            deadline = time.monotonic() + self.options.grace
+            while thread.is_alive() and time.monotonic() < deadline and not self.hurry:
+                thread.join(0.05)
             if thread.is_alive():
                 message = (
                     f"the {thread.name} stream was not at EOF {self.options.grace:g} s after the"
                     " agent exited (a child of the agent holds it, or the reader is stuck)"
                 )
-                self.stamper.event("error", message=message)
+                self.out.event(time.monotonic_ns(), "error", message=message, cause="drain")
 
-    def _signal(self, signum: int) -> None:
-        if self.proc is None:
+    def _finish_writer(self) -> None:
+        """Close the recording and wait for the writer while it makes progress (the grace
+        period without any at most); what a stuck or dead writer did not write is counted."""
+        assert self.out is not None and self.writer is not None and self.ring is not None
+        grace, writer = self.options.grace, self.writer
+        deadline = time.monotonic() + grace
+        while not self.out.close(time.monotonic_ns()) and writer.running():
+            if time.monotonic() > deadline or self.hurry:
+                break
+            time.sleep(0.005)
+        finished = writer.wait(grace, lambda: self.hurry)
+        self._relay()
+        if finished and writer.status == 0:
+            writer.close()
+            return
+        self.unwritten = unread_lines(self.ring)
+        if finished:
+            self._check_writer()
+            message = f"{self.unwritten} records were not written"
+        else:
+            message = (
+                f"the trace {self.target.path} took no more records for {grace:g} s (a FIFO"
+                f" nobody reads, a hung disk?): {self.unwritten} records were not written"
+            )
+        self.write_error = self.write_error or message
+        self.warn(message)
+        writer.close()
+
+    def _relay(self) -> None:
+        """Print what the writer process said (a write error, a removed trace)."""
+        if self.ring is None:
+            return
+        messages, self._relayed = self.ring.messages(self._relayed)
+        for message in messages:
+            self.write_error = self.write_error or message
+            self.warn(message)
+
+    def _signal(self, signum: int, *, forwarded: bool = True) -> None:
+        proc = self.proc
+        if proc is None:
             self.early_signals.append(signum)
             return
+        if proc.returncode is not None:
+            self.hurry = True
+            return
+        if forwarded and signum == signal.SIGTERM and self.term_at is None:
+            self.term_at = time.monotonic()
         with suppress(OSError):
-            os.killpg(self.proc.pid, signum)
+            os.killpg(proc.pid, signum)
 
     @contextmanager
     def _forwarding_signals(self) -> Iterator[None]:
@@ -213,13 +343,25 @@ class _Tap:
         if threading.current_thread() is not threading.main_thread():
             yield
             return
-        previous = {s: signal.signal(s, lambda n, _f: self._signal(n)) for s in FORWARDED_SIGNALS}
-        previous[signal.SIGXFSZ] = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        previous = {s: signal.getsignal(s) for s in (*FORWARDED_SIGNALS, signal.SIGXFSZ)}
         try:
+            for signum in FORWARDED_SIGNALS:
+                signal.signal(signum, lambda n, _frame: self._signal(n))
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
             yield
         finally:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
+
+
+def _status_text(status: int | None) -> str:
+    if status is None:
+        return "unknown status"
+    if status < 0:
+        return f"signal {-status}"
+    if os.WIFSIGNALED(status):
+        return f"signal {os.WTERMSIG(status)}"
+    return f"exit code {os.waitstatus_to_exitcode(status)}"
 
 
 def _close_for_reader(fd: int) -> None:
@@ -240,21 +382,16 @@ def record(
     """Run the agent behind the tap until it exits; the trace is written as it goes.
 
     Raises RecordError when the trace cannot be created or the agent cannot be started.
-    `warn` gets a message (once) when writing the trace fails while forwarding goes on.
+    `warn` gets each message a person should read (once per problem) while forwarding goes
+    on: the trace cannot be written, it was removed, the writer was stuck at the end.
     """
     if not options.command:
         raise RecordError("no agent command (acp-trace record [OPTIONS] -- AGENT [ARGS...])")
-    path, fd, created = create_trace(options, os.environ, datetime.now(UTC))
-    queue = ByteQueue(options.queue_bytes)
-    stamper = Stamper(queue)
-    encode = partial(encode_item, redact=options.redact, max_bytes=options.max_record_bytes)
-    writer = TraceWriter(fd, path, queue, encode, stamper, warn)
-    tap = _Tap(options, writer, stamper)
+    target = open_trace(options, os.environ, datetime.now(UTC))
+    tap = _Tap(options, target, warn)
     try:
         code = tap.run(stdin_fd, stdout_fd, stderr_fd)
     except RecordError:
-        os.close(fd)
-        if created:
-            path.unlink(missing_ok=True)
+        target.abandon()
         raise
-    return RecordResult(code, path, writer.written, stamper.dropped + writer.lost, writer.error)
+    return tap.result(code)

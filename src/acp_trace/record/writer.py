@@ -1,43 +1,60 @@
-"""The recording's write path: stamping lines, a queue bounded by bytes, the writer thread.
+"""The writer process of a recording: frames from the ring become trace records.
 
-Pump threads stamp each completed line (seq and t_ns under one lock) and queue it; the writer
-thread encodes queued items (redaction included) and appends them to the trace. A full queue
-drops lines and counts them; a write error is reported once and the rest is discarded, so the
-forwarded traffic never waits for the disk.
+The tap's forwarding threads only stamp each read and hand its raw bytes on (ring.py); this
+module runs in a process of its own (processes.py forks it), so cutting lines, encoding,
+redaction and disk writes never take the forwarding threads' GIL. `Encoder` turns frames into
+record lines: it cuts the lines out of each stream's chunks, assigns `seq` in frame order
+(which is `t_ns` order) and encodes each line with `line_payload`, the one call that decides a
+record's payload (redaction included). `Writer` is the loop: take frames, encode them, write
+the batch (sink.py), give the ring space back, until the tap closes the recording or is gone.
+
+Memory stays bounded: an unfinished line keeps at most `max_bytes + 1` bytes (the rest is only
+counted, and the record says `truncated` with the real `bytes`), and the ring is fixed.
 """
 
 from __future__ import annotations
 
 import os
-import stat
+import select
 import threading
-import time
-from collections import deque
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
-from pathlib import Path
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
 
+from acp_trace.record.options import RecordOptions
+from acp_trace.record.processes import Watchdog
 from acp_trace.record.redact import redact_line
-from acp_trace.trace.format import (
-    encode_event,
-    encode_payload,
-    encode_record,
-    encode_text,
-    utc_now_rfc3339,
+from acp_trace.record.ring import (
+    CHUNK,
+    CLOSE,
+    DROPPED,
+    END,
+    EVENT,
+    GAP_KIND,
+    LOST,
+    WRITTEN,
+    Frame,
+    Ring,
+    RingReader,
 )
+from acp_trace.record.sink import TraceSink
+from acp_trace.record.trace_file import TraceTarget
+from acp_trace.trace.format import encode_event, encode_payload, encode_record, encode_text
 
-BATCH_BYTES = 4 << 20
-WRITER_WAKE = 0.005  # seconds: how long a queued line may wait for the writer
-RECORD_OVERHEAD = 64
+BATCH_BYTES = 1 << 20  # frames taken per write
+MIN_WAIT, MAX_WAIT = 0.005, 0.05  # seconds between looks at an idle ring (the tap wakes it
+# at once when a quarter of the ring waits, and for the end)
+STREAMS = ("client", "agent", "stderr")
 
 
 @dataclass
 class Item:
-    """One stamped line (`data`) or tap event (`event`) on its way to the writer."""
+    """One record for `encode_item`: a line (`data`) or a tap event (`event`), already stamped.
+    The recorder itself goes through `Encoder`; this is for code that writes traces directly."""
 
     seq: int
     t_ns: int
@@ -47,108 +64,246 @@ class Item:
     eol: bool = True
 
 
-class ByteQueue:
-    """A FIFO bounded by the bytes it holds; the writer takes batches from it."""
+class Stream:
+    """The unfinished line of one stream: its first `cap + 1` bytes and its real length."""
 
-    def __init__(self, limit: int) -> None:
-        self._items: deque[tuple[Item, int]] = deque()
-        self._size = 0
-        self._limit = limit
-        self._cond = threading.Condition()
-        self._closed = False
+    __slots__ = ("kept", "parts", "skipping", "total")
 
-    def fits(self, size: int) -> bool:
-        """True when `size` more bytes stay within the bound (an empty queue takes anything)."""
-        with self._cond:
-            return not self._items or self._size + size <= self._limit
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+        self.kept = 0
+        self.total = 0
+        self.skipping = False  # after a gap: the rest of a line whose start was dropped
 
-    def put(self, item: Item, size: int) -> None:
-        """Queue an item. The writer is woken only when a quarter of the bound waits; otherwise
-        it finds the item within WRITER_WAKE seconds, so forwarding pays no thread wake-up."""
-        with self._cond:
-            if not self._closed:
-                self._items.append((item, size))
-                self._size += size
-                if self._size >= self._limit // 4:
-                    self._cond.notify()
+    def add(self, data: bytes, cap: int) -> None:
+        self.total += len(data)
+        room = cap + 1 - self.kept
+        if room > 0 and data:
+            piece = data if len(data) <= room else data[:room]
+            self.parts.append(piece)
+            self.kept += len(piece)
 
-    def take(self, max_bytes: int) -> list[Item] | None:
-        """The next batch (at least one item); None once closed and empty."""
-        with self._cond:
-            while not self._items and not self._closed:
-                self._cond.wait(WRITER_WAKE)
-            batch: list[Item] = []
-            taken = 0
-            while self._items and (not batch or taken < max_bytes):
-                item, size = self._items.popleft()
-                batch.append(item)
-                taken += size
-            self._size -= taken
-            return batch or None
-
-    def close(self) -> None:
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
+    def take(self) -> tuple[bytes, int]:
+        """The kept bytes and the real length; the stream starts a new line."""
+        line = self.parts[0] if len(self.parts) == 1 else b"".join(self.parts)
+        total = self.total
+        self.parts, self.kept, self.total = [], 0, 0
+        return line, total
 
 
-class Stamper:
-    """Assigns seq and t_ns together under one lock, so seq order is t_ns order."""
+class Encoder:
+    """Frames in, record lines out (with `seq` 1, 2, 3, ... and `t_ns` from the tap's start)."""
 
-    def __init__(self, queue: ByteQueue) -> None:
-        self._lock = threading.Lock()
-        self._queue = queue
-        self._t0 = time.monotonic_ns()
+    def __init__(self, *, redact: bool, max_bytes: int, t0: int) -> None:
+        self.redact, self.cap, self.t0 = redact, max_bytes, t0
         self.seq = 0
-        self.pending_drops = 0
-        self.dropped = 0
+        self.t = 0  # t_ns of the last record: a record's t_ns never goes back
+        self.closed = False
+        self.dropped = 0  # lines lost in gaps (chunks a full ring dropped)
+        self._streams = {src: Stream() for src in STREAMS}
 
-    def start(self) -> str:
-        """Start the clock; the wall-clock time of t_ns 0 for the header."""
-        with self._lock:
-            self._t0 = time.monotonic_ns()
-            return utc_now_rfc3339()
+    def frame(self, frame: Frame, out: list[bytes]) -> None:
+        self.t = t = max(frame.t - self.t0, self.t)
+        if frame.kind == CHUNK:
+            self._chunk(self._streams[frame.src], frame.src, t, frame.data, out)
+        elif frame.kind == EVENT:
+            fields = frame.event()
+            self.event(out, fields.pop("event"), **fields)
+        elif frame.kind == END:
+            self._end(frame.src, t, out)
+        elif frame.kind == GAP_KIND:
+            self._gap(frame, out)
+        elif frame.kind == CLOSE:
+            self.closed = True
 
-    def lines(self, src: str, lines: list[bytes], *, eol: bool = True) -> None:
-        """Stamp lines completed by one read; a full queue drops them (counted)."""
-        with self._lock:
-            t_ns = time.monotonic_ns() - self._t0
-            last = len(lines) - 1
-            for index, line in enumerate(lines):
-                size = len(line) + RECORD_OVERHEAD
-                if not self._queue.fits(size):
-                    self.pending_drops += 1
-                    self.dropped += 1
-                    continue
-                self._flush_drops(t_ns)
-                self._put(Item(0, t_ns, src, line, eol=eol or index < last), size)
-
-    def event(self, name: str, **fields: Any) -> None:
-        """Stamp a tap event (never dropped)."""
-        with self._lock:
-            t_ns = time.monotonic_ns() - self._t0
-            self._flush_drops(t_ns)
-            self._put(Item(0, t_ns, "tap", event={"event": name, **fields}), RECORD_OVERHEAD)
-
-    def stamp(self) -> tuple[int, int]:
-        """A fresh seq and t_ns for a line the writer adds itself."""
-        with self._lock:
-            self.seq += 1
-            return self.seq, time.monotonic_ns() - self._t0
-
-    def _flush_drops(self, t_ns: int) -> None:
-        if self.pending_drops:
-            event = {"event": "dropped", "count": self.pending_drops}
-            self.pending_drops = 0
-            self._put(Item(0, t_ns, "tap", event=event), RECORD_OVERHEAD)
-
-    def _put(self, item: Item, size: int) -> None:
+    def event(self, out: list[bytes], name: str, **fields: Any) -> None:
+        """Append a tap event at the current `t_ns`."""
         self.seq += 1
-        item.seq = self.seq
-        self._queue.put(item, size)
+        out.append(encode_record(self.seq, self.t, "tap", encode_event(name, **fields)))
+
+    def event_line(self, seq: int, message: str, cause: str) -> bytes:
+        """An `error` event with a given `seq` (the sink's last line)."""
+        return encode_record(
+            seq, self.t, "tap", encode_event("error", message=message, cause=cause)
+        )
+
+    def finish(self, out: list[bytes]) -> None:
+        """Record every stream's unfinished line (the recording ends without its END frames)."""
+        for src in STREAMS:
+            self._end(src, self.t, out)
+
+    def _chunk(self, stream: Stream, src: str, t: int, data: bytes, out: list[bytes]) -> None:
+        parts = data.split(b"\n")
+        rest = parts.pop()
+        if parts:
+            if stream.skipping:  # the first part ends a line whose start was dropped
+                stream.skipping = False
+                del parts[0]
+            elif stream.total:
+                stream.add(parts[0], self.cap)
+                line, total = stream.take()
+                self._line(src, t, line, total, True, out)
+                del parts[0]
+            for line in parts:
+                kept = line if len(line) <= self.cap else line[: self.cap + 1]
+                self._line(src, t, kept, len(line), True, out)
+        elif stream.skipping:
+            return
+        if rest:
+            stream.add(rest, self.cap)
+
+    def _end(self, src: str, t: int, out: list[bytes]) -> None:
+        stream = self._streams[src]
+        stream.skipping = False
+        if stream.total:
+            line, total = stream.take()
+            self._line(src, t, line, total, False, out)
+
+    def _gap(self, frame: Frame, out: list[bytes]) -> None:
+        """Chunks the tap had to drop: the lines they touched are lost, and counted (a line
+        already being skipped since an earlier gap is counted once)."""
+        _lost, newlines, ended = frame.gap()
+        stream = self._streams[frame.src]
+        counted = stream.skipping
+        stream.take()
+        stream.skipping = not ended
+        count = newlines + (0 if ended else 1) - (1 if counted else 0)
+        if count:
+            self.dropped += count
+            self.event(out, "dropped", count=count, stream=frame.src)
+
+    def _line(self, src: str, t: int, line: bytes, total: int, eol: bool, out: list[bytes]) -> None:
+        failure: Exception | None = None
+        try:
+            payload = line_payload(line, src, redact=self.redact, max_bytes=self.cap)
+        except Exception as exc:  # a bug or no memory must cost one record's content, no more
+            payload, failure = self._withheld(line, src, total), exc
+        if total > len(line):
+            payload = _count_bytes(payload, len(line), total)
+        if not eol:
+            payload = b'"eol":false,' + payload
+        self.seq += 1
+        out.append(encode_record(self.seq, t, src, payload))
+        if failure is not None:
+            why = f"{type(failure).__name__}: {failure}"[:200]
+            message = f"cannot encode record {self.seq} ({why}); it is recorded without its content"
+            self.event(out, "error", message=message, cause="encode")
+
+    def _withheld(self, line: bytes, src: str, total: int) -> bytes:
+        """A payload that cannot leak: the text itself only when nothing is redacted."""
+        if not self.redact:
+            try:
+                return _text_payload(line, self.cap)
+            except Exception:
+                pass
+        return b'"text":"","truncated":true,"bytes":%d' % total
 
 
-# ---------------------------------------------------------------- encoding and writing
+def _count_bytes(payload: bytes, kept: int, total: int) -> bytes:
+    """Put a cut line's real length in its `bytes` (the encoder saw only the kept bytes)."""
+    old = b'"bytes":%d' % kept
+    at = payload.rfind(old)
+    if at < 0 or payload[at + len(old) : at + len(old) + 1] not in (b"", b","):
+        return payload
+    return payload[:at] + b'"bytes":%d' % total + payload[at + len(old) :]
+
+
+class Writer:
+    """The writer loop: frames from the ring, records to the sink, until the recording ends
+    (the tap's CLOSE frame, or the watchdog found the tap gone and the ring is empty)."""
+
+    def __init__(self, ring: Ring, encoder: Encoder, wake_fd: int) -> None:
+        self._ring, self._encoder, self._wake_fd = ring, encoder, wake_fd
+        self._sink: TraceSink
+        self._reader = RingReader(ring)
+        self._late: list[tuple[str, dict[str, Any]]] = []
+        self.finished = threading.Event()
+
+    def late_event(self, name: str, fields: dict[str, Any]) -> None:
+        """Add a tap event from another thread (the watchdog's)."""
+        self._late.append((name, fields))
+
+    def run(self, sink: TraceSink, header: bytes, watchdog: Watchdog) -> None:
+        self._sink = sink
+        sink.start(header)
+        self._publish()
+        wait = MIN_WAIT
+        while not self._encoder.closed:
+            if self._step():
+                wait = MIN_WAIT
+                continue
+            if watchdog.settled.is_set() and not self._reader.pending():
+                self._step(ending=True)
+                break
+            self._sleep(wait)
+            wait = min(wait * 2, MAX_WAIT)
+        self._sink.close()
+        self._publish()
+        self.finished.set()
+
+    def _step(self, *, ending: bool = False) -> bool:
+        out: list[bytes] = []
+        first = self._encoder.seq + 1
+        took = False
+        for frame in self._reader.frames(BATCH_BYTES):
+            took = True
+            self._encoder.frame(frame, out)
+        if ending:
+            self._encoder.finish(out)
+        while self._late:
+            name, fields = self._late.pop(0)
+            self._encoder.event(out, name, **fields)
+        if not took and not out:
+            return False
+        self._sink.write(out, first)
+        self._reader.release()
+        self._publish()
+        return True
+
+    def _sleep(self, seconds: float) -> None:
+        ready, _, _ = select.select([self._wake_fd], [], [], seconds)
+        if ready:
+            with suppress(OSError):
+                os.read(self._wake_fd, 4096)
+
+    def _publish(self) -> None:
+        self._ring.ctl[WRITTEN] = self._sink.written
+        self._ring.ctl[LOST] = self._sink.lost
+        self._ring.ctl[DROPPED] = self._encoder.dropped
+
+
+def rfc3339(wall_ns: int) -> str:
+    """A wall-clock time in ns as RFC 3339 UTC with microseconds (the header's started_at)."""
+    when = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=wall_ns // 1000)
+    return when.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def run_writer(
+    ring: Ring,
+    target: TraceTarget,
+    wake_fd: int,
+    watchdog: Watchdog,
+    *,
+    options: RecordOptions,
+    t0: int,
+    header: Callable[[], bytes],
+) -> None:
+    """The writer process's work (processes.start_writer forks it): open the trace if the
+    tap could not (a FIFO without a reader), then record until the recording ends."""
+    encoder = Encoder(redact=options.redact, max_bytes=options.max_record_bytes, t0=t0)
+
+    def say(message: str) -> None:
+        ring.post(message)
+        if watchdog.tap_gone.is_set():  # nobody relays it any more
+            os.write(2, f"acp-trace: {message}\n".encode("utf-8", "replace"))
+
+    writer = Writer(ring, encoder, wake_fd)
+    watchdog.start(writer.late_event, writer.finished)  # before an open that may wait
+    sink = TraceSink.open(target, say, encoder.event_line)
+    writer.run(sink, header(), watchdog)
+
+
+# ---------------------------------------------------------------- payloads
 
 
 def line_payload(line: bytes, src: str, *, redact: bool, max_bytes: int | None) -> bytes:
@@ -180,90 +335,3 @@ def encode_item(item: Item, *, redact: bool, max_bytes: int | None) -> bytes:
     if not item.eol:
         payload = b'"eol":false,' + payload
     return encode_record(item.seq, item.t_ns, item.src, payload)
-
-
-class TraceWriter:
-    """The writer thread: encodes queued items and appends them to the trace.
-
-    On the first write error it warns once, tries to append an `error` event, and from then
-    on discards what it takes (counted, and reported by a `dropped` event at the end when
-    that can still be written). The forwarding threads never wait for it.
-    """
-
-    def __init__(
-        self,
-        fd: int,
-        path: Path,
-        queue: ByteQueue,
-        encode: Callable[[Item], bytes],
-        stamper: Stamper,
-        warn: Callable[[str], None],
-    ) -> None:
-        self._fd, self._path, self._queue, self._encode = fd, path, queue, encode
-        self._stamper, self._warn = stamper, warn
-        self._thread = threading.Thread(target=self._run, name="acp-trace-writer", daemon=True)
-        self._at_line_start = True
-        self._header = b""
-        self.error: str | None = None
-        self.written = 0
-        self.lost = 0
-
-    def start(self, header: bytes) -> None:
-        """Empty the file (when it is a regular one) and start writing, header first."""
-        if stat.S_ISREG(os.fstat(self._fd).st_mode):
-            with suppress(OSError):
-                os.ftruncate(self._fd, 0)
-        self._header = header
-        self._thread.start()
-
-    def close(self) -> None:
-        """Write what is queued, then the final `dropped` event if records were lost."""
-        self._queue.close()
-        self._thread.join()
-        if self.lost:
-            self._append_event("dropped", count=self.lost)
-        os.close(self._fd)
-
-    def _run(self) -> None:
-        self._write(self._header, 0)
-        while (batch := self._queue.take(BATCH_BYTES)) is not None:
-            self._write(b"".join(self._encode_safely(item) for item in batch), len(batch))
-
-    def _encode_safely(self, item: Item) -> bytes:
-        try:
-            return self._encode(item)
-        except Exception as exc:  # a bug must cost one record, never the trace
-            event = {"event": "error", "message": f"cannot encode the record: {exc!r}"}
-            return encode_item(Item(item.seq, item.t_ns, "tap", event=event), **_PLAIN)
-
-    def _write(self, data: bytes, count: int) -> None:
-        if self.error is not None:
-            self.lost += count
-            return
-        try:
-            self._write_all(data)
-        except OSError as exc:
-            self.lost += count
-            self.error = f"cannot write the trace {self._path}: {exc.strerror or exc}"
-            self._warn(f"{self.error}; forwarding goes on, the trace stops here")
-            self._append_event("error", message=self.error)
-        else:
-            self.written += count
-
-    def _write_all(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            done = os.write(self._fd, view)
-            if done:
-                self._at_line_start = view[done - 1] == ord("\n")
-            view = view[done:]
-
-    def _append_event(self, name: str, **fields: Any) -> None:
-        """Best effort: one tap event after the last (possibly cut) line."""
-        seq, t_ns = self._stamper.stamp()
-        line = encode_item(Item(seq, t_ns, "tap", event={"event": name, **fields}), **_PLAIN)
-        with suppress(OSError):
-            self._write_all(line if self._at_line_start else b"\n" + line)
-
-
-_PLAIN: dict[str, Any] = {"redact": False, "max_bytes": None}

@@ -59,11 +59,33 @@ def format_summary(summary: pl.DataFrame) -> str:
             out.append(
                 f"  lost records: {row['lost_records']} seq gaps, {row['dropped']} dropped by the tap\n"
             )
+        out.extend(_tap_problem_lines(row))
         for title, key in (("methods", "by_method"), ("updates", "by_update_kind")):
             if row[key]:
                 items = ", ".join(f"{d['name']} {d['count']}" for d in row[key])
                 out.append(f"  {title}: {items}\n")
     return "".join(out)
+
+
+def _tap_problem_lines(row: dict[str, Any]) -> list[str]:
+    """The recorder's errors and kills, and a trace removed while recording, one line each."""
+    lines = [
+        f"  recorder error at seq {e['seq']}: {_one_line(e['message'])}\n"
+        for e in row.get("tap_errors") or []
+    ]
+    lines += [
+        f"  the recorder ended the agent with signal {k['signal']} at seq {k['seq']}:"
+        f" {_one_line(k['reason'])}\n"
+        for k in row.get("kills") or []
+    ]
+    if row.get("trace_removed"):
+        lines.append("  the trace was removed while recording: what came after is not in it\n")
+    return lines
+
+
+def _one_line(text: str | None) -> str:
+    """Trace text for a terminal: control characters shown as escapes, never sent raw."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text or "-")
 
 
 def format_findings(findings: pl.DataFrame, traces: pl.DataFrame) -> str:

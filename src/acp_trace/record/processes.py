@@ -1,0 +1,252 @@
+"""The two processes the tap starts: the agent, and the writer that records the trace.
+
+- The agent runs in its own session (its own process group), its three stdio piped. On Linux
+  it gets SIGKILL when the tap dies (prctl PR_SET_PDEATHSIG, set in the child before exec
+  through ctypes), so an agent never outlives a killed tap, whatever signals it ignores.
+- The writer process is forked from the tap right after the agent started, while the tap has
+  no other thread. It keeps the ring, the trace, a wake-up pipe and the read end of a
+  lifeline pipe whose write end only the tap holds; it ignores SIGINT, SIGTERM and SIGHUP
+  (the tap decides when the recording ends) and SIGXFSZ (a file size limit fails a write). A
+  watchdog thread in it reads the lifeline: when the tap dies before it reaped the agent, the
+  watchdog ends the agent's process group (SIGTERM, then SIGKILL after the grace period: the
+  agent's children too), records that, and gives the writer the grace period to finish.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from contextlib import suppress
+from dataclasses import dataclass
+
+from acp_trace.errors import RecordError
+from acp_trace.record.options import RecordOptions
+from acp_trace.record.ring import AGENT_REAPED, TAKEN, WRITER_DONE, WRITTEN, Ring
+from acp_trace.record.trace_file import TraceTarget
+
+PR_SET_PDEATHSIG = 1
+MAX_FINISH = 60.0  # seconds the tap waits at most for its writer at the end
+
+
+def spawn_agent(command: list[str]) -> subprocess.Popen[bytes]:
+    """Start the agent in its own session, all three stdio piped, dying with the tap."""
+    pipe = subprocess.PIPE
+    try:
+        return subprocess.Popen(
+            command,
+            stdin=pipe,
+            stdout=pipe,
+            stderr=pipe,
+            bufsize=0,
+            start_new_session=True,
+            preexec_fn=_die_with_parent(),
+        )
+    except OSError as exc:
+        raise RecordError(f"cannot start {command[0]}: {exc.strerror or exc}") from exc
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """A preexec function that sets the parent-death signal (Linux only, else None)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (ImportError, OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def set_pdeathsig() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the tap died before the signal was set
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return set_pdeathsig
+
+
+@dataclass
+class WriterProcess:
+    """The tap's handle on its writer process."""
+
+    pid: int
+    ring: Ring
+    wake_fd: int
+    lifeline_fd: int
+    status: int | None = None
+
+    def running(self) -> bool:
+        if self.status is None:
+            with suppress(ChildProcessError):
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+                if pid == 0:
+                    return True
+                self.status = status
+            self.status = 0 if self.status is None else self.status
+        return False
+
+    def wait(self, stall: float, hurry: Callable[[], bool]) -> bool:
+        """Wait for the writer to finish while it makes progress (takes frames, writes
+        records or uses CPU, as a long line's encoding does), giving up after `stall` seconds
+        without any, or MAX_FINISH seconds in all (one second without progress, or three in
+        all, once `hurry()`); True when it finished, False when it had to be stopped."""
+        start = since = time.monotonic()
+        progress = self._progress()
+        while self.running():
+            now = time.monotonic()
+            if (current := self._progress()) != progress:
+                progress, since = current, now
+            quick = hurry()
+            if now - since > (min(stall, 1.0) if quick else stall) or now - start > (
+                3.0 if quick else MAX_FINISH
+            ):
+                self.kill()
+                return False
+            time.sleep(0.01)
+        return True
+
+    def kill(self) -> None:
+        with suppress(OSError):
+            os.kill(self.pid, signal.SIGKILL)
+        with suppress(ChildProcessError):
+            os.waitpid(self.pid, 0)
+        self.status = -signal.SIGKILL
+
+    def close(self) -> None:
+        for fd in (self.wake_fd, self.lifeline_fd):
+            with suppress(OSError):
+                os.close(fd)
+
+    def _progress(self) -> tuple[int, int, int]:
+        return self.ring.ctl[TAKEN], self.ring.ctl[WRITTEN], _cpu_ticks(self.pid)
+
+
+def _cpu_ticks(pid: int) -> int:
+    """The CPU time a process has used, in clock ticks (Linux /proc; 0 elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+WriterMain = Callable[[Ring, TraceTarget, int, "Watchdog"], None]
+
+
+def start_writer(
+    ring: Ring,
+    target: TraceTarget,
+    agent: subprocess.Popen[bytes],
+    options: RecordOptions,
+    main: WriterMain,
+) -> WriterProcess:
+    """Fork the writer process; it runs `main(ring, target, wake_fd, watchdog)` and exits."""
+    wake_r, wake_w = os.pipe()
+    life_r, life_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    tap_fds = [
+        wake_w,
+        life_w,
+        *(f.fileno() for f in (agent.stdin, agent.stdout, agent.stderr) if f),
+    ]
+    pid = os.fork()
+    if pid == 0:  # the writer process: never returns
+        code = 1
+        try:
+            _become_writer(tap_fds)
+            watchdog = Watchdog(life_r, ring, agent.pid, options.grace)
+            main(ring, target, wake_r, watchdog)
+            code = 0
+        except BaseException:
+            with suppress(BaseException):
+                os.write(
+                    2, f"acp-trace: the trace writer failed:\n{traceback.format_exc()}".encode()
+                )
+        finally:
+            ring.ctl[WRITER_DONE] = 1
+            os._exit(code)
+    os.close(wake_r)
+    os.close(life_r)
+    if target.fd is not None:
+        os.close(target.fd)
+        target.fd = None
+    return WriterProcess(pid, ring, wake_w, life_w)
+
+
+def _become_writer(tap_fds: list[int]) -> None:
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGXFSZ):
+        signal.signal(signum, signal.SIG_IGN)
+    for fd in tap_fds:
+        with suppress(OSError):
+            os.close(fd)
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1):  # the client must see EOF when the tap closes its stdout
+        os.dup2(null, fd)
+    os.close(null)
+
+
+Record = Callable[[str, dict[str, object]], None]
+
+
+class Watchdog:
+    """In the writer process: notices the tap's death and ends the agent it left behind.
+
+    `tap_gone` is set when the tap died (its lifeline closed before the recording was closed),
+    `settled` once the agent's process group was dealt with; the writer finishes after that.
+    """
+
+    def __init__(self, lifeline: int, ring: Ring, agent_pid: int, grace: float) -> None:
+        self._lifeline, self._ring, self._pid, self._grace = lifeline, ring, agent_pid, grace
+        self.tap_gone = threading.Event()
+        self.settled = threading.Event()
+
+    def start(self, record: Record, finished: threading.Event) -> None:
+        """Watch in a thread; `record(event, fields)` adds a tap event to the trace."""
+        thread = threading.Thread(target=self._watch, args=(record, finished), daemon=True)
+        thread.start()
+
+    def _watch(self, record: Record, finished: threading.Event) -> None:
+        while True:
+            try:
+                if not os.read(self._lifeline, 1):
+                    break
+            except InterruptedError:
+                continue
+            except OSError:
+                break
+        if finished.is_set():
+            return
+        self.tap_gone.set()
+        if self._ring.ctl[AGENT_REAPED]:
+            message = "the recorder ended before it closed the recording"
+            record("error", {"message": message, "cause": "recorder"})
+        else:
+            message = "the recorder ended before the agent exited; its writer ends the agent"
+            record("error", {"message": message, "cause": "recorder"})
+            self._end_group(record)
+        self.settled.set()
+        if not finished.wait(self._grace + 1.0):
+            os._exit(1)  # the trace target is stuck: give up, nobody waits for us
+
+    def _end_group(self, record: Record) -> None:
+        reason = "the recorder died before the agent exited"
+        for signum in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(self._pid, signum)
+            except OSError:
+                return
+            record("kill", {"signal": int(signum), "reason": reason})
+            deadline = time.monotonic() + self._grace
+            while time.monotonic() < deadline:
+                try:
+                    os.killpg(self._pid, 0)
+                except OSError:
+                    return
+                time.sleep(0.02)

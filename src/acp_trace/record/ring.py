@@ -1,0 +1,290 @@
+"""The shared-memory ring between the tap's forwarding threads and its writer process.
+
+One anonymous shared mapping, made before the writer process is forked: a control page of
+64-bit counters and a ring of frames. The forwarding process is the only producer (its three
+pump threads and main thread, under one lock); the writer process is the only consumer.
+
+A frame is a 16-byte header (payload size, kind, source, t) and its payload: the raw bytes of
+one read (CHUNK), a tap event (EVENT, marshal of its fields), a stream's end (END), what a
+full ring made the tap drop (GAP), the end of the recording (CLOSE). Frames lie back to back;
+one that does not fit before the end of the ring starts again at offset 0 (a WRAP header, or
+nothing when fewer than 16 bytes are left, marks the jump). Each side publishes one counter:
+the producer the total bytes it has put (`PUT`), the consumer the total it has taken
+(`TAKEN`); a side writes the data before the counter that publishes it, and `fence()` keeps
+weakly ordered CPUs from showing the counter first (x86-64 keeps store order anyway).
+
+Putting never blocks and never allocates more than a frame header: when the ring is full a
+chunk is dropped and counted per stream (bytes, newlines, whether it ended a line), and the
+next frame that fits is preceded by a GAP frame that lets the writer count the lost lines.
+The last RESERVE bytes of the ring are kept for tap events and gaps, so a ring full of
+traffic still takes the events that say what happened.
+"""
+
+from __future__ import annotations
+
+import marshal
+import mmap
+import os
+import struct
+import threading
+from collections.abc import Iterator
+from contextlib import suppress
+from dataclasses import dataclass
+from typing import Any
+
+HEADER = struct.Struct("<IBBHQ")  # payload size, kind, src, spare, t (monotonic ns)
+GAP = struct.Struct("<QQB")  # bytes lost, newlines in them, whether they ended with "\n"
+CHUNK, EVENT, END, GAP_KIND, CLOSE, WRAP = range(1, 7)
+SOURCES = ("client", "agent", "stderr", "tap")
+SRC = {name: code for code, name in enumerate(SOURCES)}
+RESERVE = 64 << 10
+MIN_RING = 1 << 20
+CONTROL = mmap.PAGESIZE
+
+# The control page, as 64-bit slots: the two counters, the offset that goes with TAKEN, what
+# the tap tells its writer (whether the agent was reaped) and what the writer tells the tap
+# (records written, not written after a failure, dropped from a full ring; whether it is done;
+# where its messages end).
+PUT, TAKEN, TAKEN_AT, AGENT_REAPED, WRITTEN, LOST, DROPPED, WRITER_DONE, MESSAGES_END = range(9)
+MESSAGES_AT = 256  # bytes: messages from the writer (length, then UTF-8), to the page's end
+
+_FENCE = threading.Lock()
+_FENCE.acquire()
+
+
+def fence() -> None:
+    """Order the stores before it ahead of the loads and stores after it (a lock's release
+    then acquire: a full barrier on weakly ordered CPUs, a few dozen ns on x86-64)."""
+    _FENCE.release()
+    _FENCE.acquire()
+
+
+@dataclass
+class Frame:
+    """One frame taken from the ring."""
+
+    kind: int
+    src: str
+    t: int
+    data: bytes
+
+    def event(self) -> dict[str, Any]:
+        """The fields of an EVENT frame."""
+        value = marshal.loads(self.data)
+        assert isinstance(value, dict)
+        return value
+
+    def gap(self) -> tuple[int, int, bool]:
+        """(bytes, newlines, ended with a newline) of a GAP frame."""
+        lost, newlines, ended = GAP.unpack(self.data)
+        return lost, newlines, bool(ended)
+
+
+class Ring:
+    """The shared mapping; both processes hold it after the fork."""
+
+    def __init__(self, size: int) -> None:
+        self.size = max(MIN_RING, size)
+        self._map = mmap.mmap(-1, CONTROL + self.size, flags=mmap.MAP_SHARED)
+        view = memoryview(self._map)
+        self._page = view[:CONTROL]
+        self.ctl = self._page.cast("Q")
+        self.data = view[CONTROL:]
+
+    def post(self, message: str) -> None:
+        """Leave a message for the tap to print (the writer's side; a few per recording)."""
+        data = message.encode("utf-8", "replace")[:1000]
+        at = self.ctl[MESSAGES_END] or MESSAGES_AT
+        if at + 2 + len(data) > CONTROL:
+            return
+        self._page[at + 2 : at + 2 + len(data)] = data
+        self._page[at : at + 2] = len(data).to_bytes(2, "little")
+        fence()
+        self.ctl[MESSAGES_END] = at + 2 + len(data)
+
+    def messages(self, start: int) -> tuple[list[str], int]:
+        """The messages after byte offset `start` (0 for all) and the offset after them."""
+        end = self.ctl[MESSAGES_END]
+        fence()
+        at = start or MESSAGES_AT
+        found: list[str] = []
+        while at < end:
+            size = int.from_bytes(self._page[at : at + 2], "little")
+            found.append(bytes(self._page[at + 2 : at + 2 + size]).decode("utf-8", "replace"))
+            at += 2 + size
+        return found, max(at, start)
+
+
+class RingWriter:
+    """The producer side, used by the forwarding process's threads."""
+
+    def __init__(self, ring: Ring, wake_fd: int | None = None) -> None:
+        self._ring = ring
+        self._lock = threading.Lock()
+        self._offset = 0
+        self._put = 0
+        self._last_t = 0
+        self._gaps: dict[int, list[int]] = {}
+        self._wake_fd = wake_fd
+        self._woke = False
+        self.dropped_chunks = 0
+        self.lost_events = 0
+
+    def chunk(self, src: str, t: int, data: bytes) -> None:
+        """Hand on one read; a full ring drops it (counted, and told by a GAP frame)."""
+        code = SRC[src]
+        with self._lock:
+            gaps = len(self._gaps) * (HEADER.size + GAP.size)
+            if not self._fits(gaps + HEADER.size + len(data), RESERVE):
+                self._lose(code, data)
+            elif not (self._flush_gaps(t) and self._frame(CHUNK, code, t, data, RESERVE)):
+                self._lose(code, data)
+
+    def event(self, t: int, name: str, **fields: Any) -> bool:
+        """Put a tap event (it may use the reserve); False when even that is full."""
+        return self._put_small(EVENT, SRC["tap"], t, marshal.dumps({"event": name, **fields}))
+
+    def end(self, src: str, t: int) -> bool:
+        """Say that a stream reached its end (the writer records its unfinished line)."""
+        return self._put_small(END, SRC[src], t, b"")
+
+    def close(self, t: int) -> bool:
+        """The last frame; the writer finishes once it has taken it."""
+        done = self._put_small(CLOSE, SRC["tap"], t, b"")
+        self.wake()
+        return done
+
+    def wake(self) -> None:
+        """Wake the writer now instead of at its next look."""
+        if self._wake_fd is not None:
+            with suppress(OSError):  # the pipe is full (the writer is awake anyway) or gone
+                os.write(self._wake_fd, b"!")
+
+    def unsent_lines(self) -> int:
+        """Lines in dropped chunks whose GAP frame never made it into the ring (at the end)."""
+        with self._lock:
+            return sum(n + (0 if ended else 1) for _lost, n, ended in self._gaps.values())
+
+    def _put_small(self, kind: int, code: int, t: int, payload: bytes) -> bool:
+        with self._lock:
+            if self._gaps and not self._flush_gaps(t):
+                self.lost_events += 1
+                return False
+            if self._frame(kind, code, t, payload, 0):
+                return True
+            self.lost_events += 1
+            return False
+
+    def lose(self, src: str, data: bytes) -> None:
+        """Count a read that could not be handed on (the next frame tells the gap)."""
+        with self._lock:
+            self._lose(SRC[src], data)
+
+    def _lose(self, code: int, data: bytes) -> None:
+        gap = self._gaps.setdefault(code, [0, 0, 0])
+        gap[0] += len(data)
+        gap[1] += data.count(b"\n")
+        gap[2] = data.endswith(b"\n")
+        self.dropped_chunks += 1
+
+    def _flush_gaps(self, t: int) -> bool:
+        for code in list(self._gaps):
+            lost, newlines, ended = self._gaps[code]
+            if not self._frame(GAP_KIND, code, t, GAP.pack(lost, newlines, ended), 0):
+                return False
+            del self._gaps[code]
+        return True
+
+    def _fits(self, need: int, keep: int) -> bool:
+        """Whether `need` bytes of frames fit now with `keep` to spare (a wrap included)."""
+        size, offset = self._ring.size, self._offset
+        skip = size - offset if offset + need > size else 0
+        return skip + need + keep <= size - (self._put - self._ring.ctl[TAKEN])
+
+    def _frame(self, kind: int, code: int, t: int, payload: bytes, keep: int) -> bool:
+        """Write one frame if it fits with `keep` bytes to spare; publish it."""
+        ring, size = self._ring, self._ring.size
+        need = HEADER.size + len(payload)
+        offset, put = self._offset, self._put
+        free = size - (put - ring.ctl[TAKEN])
+        skip = size - offset if offset + need > size else 0
+        if skip + need + keep > free:
+            return False
+        if skip:
+            if skip >= HEADER.size:
+                HEADER.pack_into(ring.data, offset, 0, WRAP, 0, 0, 0)
+            offset, put = 0, put + skip
+        t = self._last_t = max(t, self._last_t)  # seq order is t order, whatever the races
+        HEADER.pack_into(ring.data, offset, len(payload), kind, code, 0, t)
+        ring.data[offset + HEADER.size : offset + need] = payload
+        self._offset = (offset + need) % size
+        self._put = put + need
+        fence()
+        ring.ctl[PUT] = self._put
+        if not self._woke and self._put - ring.ctl[TAKEN] > size // 4:
+            self._woke = True
+            self.wake()
+        elif self._woke and self._put - ring.ctl[TAKEN] < size // 8:
+            self._woke = False
+        return True
+
+
+class RingReader:
+    """The consumer side, used by the writer process (and by the tap, to count what a stopped
+    writer left unread)."""
+
+    def __init__(self, ring: Ring) -> None:
+        self._ring = ring
+        self._taken = ring.ctl[TAKEN]
+        self._offset = ring.ctl[TAKEN_AT]
+
+    def pending(self) -> int:
+        """Bytes put and not yet taken."""
+        return self._ring.ctl[PUT] - self._taken
+
+    def frames(self, budget: int) -> Iterator[Frame]:
+        """The frames put so far, up to about `budget` bytes; `release` gives their space back."""
+        ring, size = self._ring, self._ring.size
+        end = ring.ctl[PUT]
+        fence()
+        start = self._taken
+        while self._taken < end and self._taken - start < budget:
+            left = size - self._offset
+            if left < HEADER.size:
+                self._skip(left)
+                continue
+            length, kind, code, _spare, t = HEADER.unpack_from(ring.data, self._offset)
+            if kind == WRAP:
+                self._skip(left)
+                continue
+            if not CHUNK <= kind <= CLOSE or length > size or code >= len(SOURCES):
+                raise ValueError(f"the ring holds no frame at offset {self._offset}")
+            at = self._offset + HEADER.size
+            data = bytes(ring.data[at : at + length])
+            self._offset = (at + length) % size
+            self._taken += HEADER.size + length
+            yield Frame(kind, SOURCES[code], t, data)
+
+    def release(self) -> None:
+        """Give the space of the frames taken back to the producer."""
+        fence()
+        self._ring.ctl[TAKEN_AT] = self._offset
+        self._ring.ctl[TAKEN] = self._taken
+
+    def _skip(self, count: int) -> None:
+        self._offset = 0
+        self._taken += count
+
+
+def unread_lines(ring: Ring) -> int:
+    """Lines and events in the frames put and not released (what a stopped writer left)."""
+    count = 0
+    try:
+        for frame in RingReader(ring).frames(ring.size):
+            if frame.kind == CHUNK:
+                count += frame.data.count(b"\n")
+            elif frame.kind in (EVENT, GAP_KIND):
+                count += 1
+    except ValueError:  # the writer was stopped between publishing its offset and count
+        pass
+    return count
