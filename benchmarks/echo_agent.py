@@ -8,6 +8,9 @@
                                        write a ready line; after one line on stdin, write COUNT lines US apart and
                                        log time.monotonic_ns() taken just before each write
                                        (plus a wall-clock/monotonic pair for mapping clocks)
+    echo_agent.py --ticks --interval-us US
+                                       write a ready line, then a line {"t": monotonic ns} every US
+                                       while it reads (and drops) stdin; exit at stdin's EOF
 
 Standard library only, unbuffered writes with os.write.
 """
@@ -18,6 +21,7 @@ import argparse
 import json
 import os
 import sys
+import threading
 import time
 
 
@@ -99,6 +103,21 @@ def timed(count: int, interval_us: int, size: int, log: str) -> None:
         json.dump({"wall_ns": wall, "mono_ns": mono, "writes": stamps}, handle)
 
 
+def ticks(interval_us: int) -> None:
+    """Tick while reading stdin to its end (bench_tap.py `stall`)."""
+    done = threading.Event()
+
+    def read() -> None:
+        while os.read(0, 1 << 20):
+            pass
+        done.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    write_all(1, READY)
+    while not done.wait(interval_us / 1e6):
+        write_all(1, b'{"t":%d}\n' % time.monotonic_ns())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -108,9 +127,12 @@ def main() -> None:
     parser.add_argument("--line-size", type=int, default=4096)
     parser.add_argument("--interval-us", type=int, default=1000)
     parser.add_argument("--log", help="where --timed writes its stamps (JSON)")
+    parser.add_argument("--ticks", action="store_true", help="tick while reading stdin")
     args = parser.parse_args()
     if args.burst is not None:
         burst(args.burst, args.line_size)
+    elif args.ticks:
+        ticks(args.interval_us)
     elif args.timed is not None:
         timed(args.timed, args.interval_us, args.line_size, args.log)
     else:

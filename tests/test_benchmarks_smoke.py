@@ -35,16 +35,20 @@ def test_analyzer_benchmark_runs(tmp_path: Path) -> None:
 
 
 def test_tap_benchmark_runs(tmp_path: Path) -> None:
-    """bench_tap.py measures latency, throughput and timestamps through a real tap."""
+    """bench_tap.py measures latency, throughput, start-up, timestamps and the stall through a
+    real tap, against the cat pipeline."""
     out = tmp_path / "figures.json"
     args = ["all", "--sizes", "200", "--count", "30", "--mb", "0.5", "--line-sizes", "4096"]
-    args += ["--reps", "1", "--timed", "30", "--interval-us", "300", "--json", str(out)]
+    args += ["--reps", "1", "--startup-reps", "1", "--timed", "30", "--interval-us", "300"]
+    args += ["--stall-mb", "1", "--json", str(out)]
     stdout = run("bench_tap.py", *args)
     names = [f["name"] for f in json.loads(out.read_text())["figures"]]
     assert "== tap" in stdout
-    assert "200 B: added median RTT" in names
-    assert "4 KiB lines: tap / direct throughput" in names
+    assert "200 B: added RTT, tap / cat" in names
+    assert "4 KiB lines: burst, tap / cat" in names
+    assert "start-up: added to the first answer" in names
     assert any(n.startswith("timestamp skew p99") for n in names)
+    assert "1 MiB line: added worst delay the other way" in names
 
 
 def test_pingpong_client_and_plain_replays_run_alone(tmp_path: Path) -> None:

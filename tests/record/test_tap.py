@@ -86,10 +86,11 @@ def test_awkward_lines_are_forwarded_and_recorded(
 
 def test_a_64_mib_line_is_forwarded_and_recorded_whole(tmp_path: Path) -> None:
     """A JSON line of exactly 64 MiB (the default --max-record-bytes) passes both ways and is
-    recorded whole."""
+    recorded whole (with a queue that holds both)."""
     head, tail = b'{"jsonrpc":"2.0","method":"big","params":{"data":"', b'"}}'
     blob = head + b"x" * ((64 << 20) - len(head) - len(tail)) + tail + b"\n"
-    run = run_tap(tmp_path, client_sends=blob, agent_sends=blob)
+    queue = ("--queue-bytes", str(256 << 20))  # both lines fit: nothing may be dropped
+    run = run_tap(tmp_path, client_sends=blob, agent_sends=blob, record_args=queue)
     assert_transparent(run, blob, blob)
     assert len(run.lines[1]) > 64 << 20
     assert json.loads(run.lines[0])["max_record_bytes"] == 64 << 20

@@ -24,12 +24,12 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from acp_trace import __version__
 from acp_trace.errors import RecordError
 from acp_trace.record.options import RecordOptions, RecordResult
+from acp_trace.record.prefault import Prefaulter
 from acp_trace.record.processes import Watchdog, WriterProcess, spawn_agent, start_writer
 from acp_trace.record.ring import (
     AGENT_REAPED,
@@ -50,12 +50,13 @@ RETRY = 0.01  # seconds before retrying a read or write that ran out of memory
 class Pump:
     """One stream: read, stamp, hand on, forward, until the source's EOF. Nothing but the
     source's end or a read error stops it: an error in handing on or forwarding is recorded
-    (once) and the stream goes on."""
+    (once) and the stream goes on. `_once` is the forwarding path: kept short on purpose."""
 
     def __init__(self, source: int, sink: int, src: str, out: RingWriter) -> None:
         self.source, self.sink, self.src, self.out = source, sink, src, out
         self.forwarding = True
         self._said: set[str] = set()
+        self._read, self._write, self._hand_on = os.read, os.write, out.chunk
 
     def run(self) -> None:
         while True:
@@ -69,7 +70,7 @@ class Pump:
 
     def _once(self) -> bool:
         try:
-            chunk = os.read(self.source, READ_SIZE)
+            chunk = self._read(self.source, READ_SIZE)
             t = time.monotonic_ns()  # the stamp: before anything else
         except MemoryError:
             self._trouble("memory", f"out of memory reading the {self.src} stream; retrying")
@@ -80,24 +81,29 @@ class Pump:
             return False
         if not chunk:
             return False
-        self._hand_on(t, chunk)
+        try:
+            self._hand_on(self.src, t, chunk)
+        except Exception as exc:
+            self._not_recorded(chunk, exc)
         if self.forwarding:
-            self._forward(chunk)
+            try:
+                done = self._write(self.sink, chunk)
+            except (MemoryError, OSError):
+                done = 0
+            if done < len(chunk):
+                self._forward(chunk, done)
         return True
 
-    def _hand_on(self, t: int, chunk: bytes) -> None:
-        try:
-            self.out.chunk(self.src, t, chunk)
-        except Exception as exc:
-            with suppress(Exception):
-                self.out.lose(self.src, chunk)
-            self._trouble("record", f"a read of the {self.src} stream was not recorded ({exc!r})")
+    def _not_recorded(self, chunk: bytes, exc: Exception) -> None:
+        with suppress(Exception):
+            self.out.lose(self.src, chunk)
+        self._trouble("record", f"a read of the {self.src} stream was not recorded ({exc!r})")
 
-    def _forward(self, chunk: bytes) -> None:
-        done = 0
+    def _forward(self, chunk: bytes, done: int) -> None:
+        """The rest of a chunk the first write did not take (or failed on)."""
         while done < len(chunk):
             try:
-                done += os.write(self.sink, memoryview(chunk)[done:] if done else chunk)
+                done += self._write(self.sink, memoryview(chunk)[done:])
             except MemoryError:
                 time.sleep(RETRY)
             except OSError as exc:
@@ -154,6 +160,7 @@ class _Tap:
             self.ring = ring = Ring(self.options.queue_bytes)
             self.writer = start_writer(ring, self.target, proc, self.options, self._writer_main)
             self.out = out = RingWriter(ring, self.writer.wake_fd)
+            Prefaulter(ring, out).start()
             self._thread("client", self._client, stdin_fd, proc.stdin.fileno())
             drains = [
                 self._thread("agent", self._agent, proc.stdout.fileno(), stdout_fd),
@@ -387,7 +394,7 @@ def record(
     """
     if not options.command:
         raise RecordError("no agent command (acp-trace record [OPTIONS] -- AGENT [ARGS...])")
-    target = open_trace(options, os.environ, datetime.now(UTC))
+    target = open_trace(options, os.environ)
     tap = _Tap(options, target, warn)
     try:
         code = tap.run(stdin_fd, stdout_fd, stderr_fd)

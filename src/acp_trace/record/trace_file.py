@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import stat
 from collections.abc import Mapping
 from contextlib import suppress
@@ -86,6 +85,8 @@ def default_trace_dir(env: Mapping[str, str]) -> Path:
 
 def trace_file_name(command: list[str], when: datetime) -> str:
     """A UTC timestamp plus the agent's name: `20261130T101106.123Z-codex-acp.jsonl`."""
+    import re
+
     from acp_trace.jsonrpc import agent_name_from_command
 
     stamp = when.astimezone(UTC).strftime("%Y%m%dT%H%M%S.%f")[:-3] + "Z"
@@ -93,14 +94,17 @@ def trace_file_name(command: list[str], when: datetime) -> str:
     return f"{stamp}-{name or 'agent'}.jsonl"
 
 
-def open_trace(options: RecordOptions, env: Mapping[str, str], when: datetime) -> TraceTarget:
-    """Open the trace for the writer (see the module doc); RecordError when it cannot be."""
+def open_trace(
+    options: RecordOptions, env: Mapping[str, str], when: datetime | None = None
+) -> TraceTarget:
+    """Open the trace for the writer (see the module doc); RecordError when it cannot be.
+    A new trace in a directory is named after `when` (default: now)."""
     if options.output is not None:
         return _output(options.output.expanduser())
     folder = options.directory or Path(env.get(TRACE_DIR_ENV) or default_trace_dir(env))
     folder = folder.expanduser()
     _make_private_dirs(folder)
-    name = trace_file_name(options.command, when)
+    name = trace_file_name(options.command, when or datetime.now(UTC))
     for attempt in range(1, 100):
         path = folder / (name if attempt == 1 else f"{name.removesuffix('.jsonl')}-{attempt}.jsonl")
         with suppress(FileExistsError):
