@@ -25,7 +25,6 @@ from typing import Any
 
 import pytest
 
-from acp_trace.record import tap
 from scripts.taprun import (
     AGENT,
     CLIENT,
@@ -124,7 +123,7 @@ def test_a_line_without_newline_is_never_held_whole(tmp_path: Path) -> None:
     trace = tmp_path / "t.jsonl"
     recorder = [*RECORD, "-o", str(trace), "--max-record-bytes", str(limit), "--grace", "300"]
     recorder += ["--queue-bytes", str(32 << 20), "--", *AGENT, "--generate", str(size)]
-    # A small parent, so that the peak memory of the processes it waits for is their own.
+    # A small parent, so that the peak memory of the writer_process it waits for is their own.
     measure = (
         "import os, subprocess, sys; p = subprocess.Popen(sys.argv[1:]);"
         " _pid, status, usage = os.wait4(p.pid, 0);"
@@ -207,7 +206,9 @@ def test_an_error_in_a_pump_never_cuts_the_stream(
     """MemoryError (or any error) in reading, handing on or forwarding: every byte is still
     forwarded in order, the reads that could not be recorded are counted as lost (so the
     writer knows where the gap is), and an `error` event says so once."""
-    monkeypatch.setattr(tap, "os", _FlakyOs({2, 9}, {3, 4, 11}))
+    from acp_trace.record import pump
+
+    monkeypatch.setattr(pump, "os", _FlakyOs({2, 9}, {3, 4, 11}))
     data = _random(7, 4 << 20)
     source_r, source_w = os.pipe()
     sink_r, sink_w = os.pipe()
@@ -227,7 +228,7 @@ def test_an_error_in_a_pump_never_cuts_the_stream(
     for thread in threads:
         thread.start()
     ring = _Ring({3, 5}, error)
-    tap.Pump(source_r, sink_w, "agent", ring).run()  # type: ignore[arg-type]
+    pump.Pump(source_r, sink_w, "agent", ring).run()  # type: ignore[arg-type]
     os.close(sink_w)
     for thread in threads:
         thread.join(60)
@@ -655,7 +656,7 @@ def _agent_of(tap_pid: int) -> int:
 
 
 def _kill_listed(pids: Path, *, skip_first: bool) -> None:
-    """Kill the processes a --pid-file lists (the agent's children the test left behind)."""
+    """Kill the writer_process a --pid-file lists (the agent's children the test left behind)."""
     if pids.exists():
         for pid in list(map(int, pids.read_text().split()))[1 if skip_first else 0 :]:
             with suppress(OSError):

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import sys
 from importlib import import_module
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without loading typing (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 COMMAND_MODULES = ("record", "analysis", "output", "importing", "demo")  # the --help order
 

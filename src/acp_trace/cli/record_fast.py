@@ -13,10 +13,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without loading typing (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 # option -> (RecordOptions field, how its value is read; None for a flag that sets False)
-Reader = Callable[[str], Any] | None
+Reader = Callable[[str], object] | None
 
 
 def _path(text: str) -> Path:

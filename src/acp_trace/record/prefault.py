@@ -20,6 +20,7 @@ from acp_trace.record.ring import CONTROL, Ring, RingWriter
 MADV_POPULATE_WRITE = 23
 STEP = 2 << 20
 LEAD = 8 << 20
+AFTER = 1 << 20
 
 
 def _madvise() -> Callable[[int, int, int], int] | None:
@@ -50,13 +51,17 @@ class Prefaulter:
             self._base = ctypes.addressof(ctypes.c_char.from_buffer(ring.map)) + CONTROL
 
     def start(self) -> None:
+        """Start the thread; it begins once AFTER bytes went by (a short session, or the
+        agent's start-up, never pays for it)."""
         if self._call is not None:
+            self._out.prefault_at = AFTER
             self._out.prefault = self.wanted
             threading.Thread(target=self._run, name="prefault", daemon=True).start()
 
     def _run(self) -> None:
         assert self._call is not None
         size = self._ring.size
+        self.wanted.wait()
         while self._done < size:
             target = min(size, self._out.put_total() + LEAD)
             while self._done < target:

@@ -30,7 +30,10 @@ import threading
 from collections.abc import Iterator
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without loading typing (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 HEADER = struct.Struct("<IBBHQ")  # payload size, kind, src, spare, t (monotonic ns)
 GAP = struct.Struct("<QQB")  # bytes lost, newlines in them, whether they ended with "\n"

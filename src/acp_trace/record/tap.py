@@ -1,11 +1,9 @@
 """The recorder behind `acp-trace record`: a tap between an editor and an ACP agent.
 
-The forwarding process does as little as it can. Three pump threads read the client's stdin,
-the agent's stdout and its stderr with `os.read` (whatever arrived, up to 64 KiB), read the
-clock, put the raw bytes into the shared ring (ring.py) and forward them unchanged. Handing on
-comes before forwarding so that the ring's order is causal: a request is in the ring before
-the agent can have read it, let alone answered. Everything else (cutting lines, `seq`, JSON,
-redaction, the disk) happens in the writer process (writer.py, started by processes.py),
+The forwarding process does as little as it can. Three pump threads (pump.py) read the
+client's stdin, the agent's stdout and its stderr, read the clock, put the raw bytes into the
+shared ring (ring.py) and forward them unchanged. Everything else (cutting lines, `seq`, JSON,
+redaction, the disk) happens in the writer process (writer.py, started by writer_process.py),
 which never takes this process's GIL; a full ring drops chunks and counts them.
 
 The main thread starts the agent in its own session, forwards SIGINT, SIGTERM and SIGHUP to
@@ -23,104 +21,23 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
-from typing import Any
 
 from acp_trace import __version__
 from acp_trace.errors import RecordError
+from acp_trace.record.agent import spawn_agent
 from acp_trace.record.options import RecordOptions, RecordResult
-from acp_trace.record.prefault import Prefaulter
-from acp_trace.record.processes import Watchdog, WriterProcess, spawn_agent, start_writer
-from acp_trace.record.ring import (
-    AGENT_REAPED,
-    DROPPED,
-    LOST,
-    WRITTEN,
-    Ring,
-    RingWriter,
-    unread_lines,
-)
 from acp_trace.record.trace_file import TraceTarget, open_trace
 
-READ_SIZE = 64 << 10
+# The ring, the pumps and the writer process are imported once the agent is starting (in
+# `_Tap.run`): the path from the tap's start to the agent's stays short.
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without loading typing (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from acp_trace.record.ring import Ring, RingWriter
+    from acp_trace.record.writer_process import Watchdog, WriterProcess
+
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-RETRY = 0.01  # seconds before retrying a read or write that ran out of memory
-
-
-class Pump:
-    """One stream: read, stamp, hand on, forward, until the source's EOF. Nothing but the
-    source's end or a read error stops it: an error in handing on or forwarding is recorded
-    (once) and the stream goes on. `_once` is the forwarding path: kept short on purpose."""
-
-    def __init__(self, source: int, sink: int, src: str, out: RingWriter) -> None:
-        self.source, self.sink, self.src, self.out = source, sink, src, out
-        self.forwarding = True
-        self._said: set[str] = set()
-        self._read, self._write, self._hand_on = os.read, os.write, out.chunk
-
-    def run(self) -> None:
-        while True:
-            try:
-                if not self._once():
-                    break
-            except Exception as exc:  # a bug or no memory: say so, keep the stream going
-                self._trouble(type(exc).__name__, f"the {self.src} stream hit {exc!r}; it goes on")
-                time.sleep(RETRY)
-        self.out.end(self.src, time.monotonic_ns())
-
-    def _once(self) -> bool:
-        try:
-            chunk = self._read(self.source, READ_SIZE)
-            t = time.monotonic_ns()  # the stamp: before anything else
-        except MemoryError:
-            self._trouble("memory", f"out of memory reading the {self.src} stream; retrying")
-            time.sleep(RETRY)
-            return True
-        except OSError as exc:
-            self._error(f"cannot read the {self.src} stream: {exc.strerror or exc}", "read")
-            return False
-        if not chunk:
-            return False
-        try:
-            self._hand_on(self.src, t, chunk)
-        except Exception as exc:
-            self._not_recorded(chunk, exc)
-        if self.forwarding:
-            try:
-                done = self._write(self.sink, chunk)
-            except (MemoryError, OSError):
-                done = 0
-            if done < len(chunk):
-                self._forward(chunk, done)
-        return True
-
-    def _not_recorded(self, chunk: bytes, exc: Exception) -> None:
-        with suppress(Exception):
-            self.out.lose(self.src, chunk)
-        self._trouble("record", f"a read of the {self.src} stream was not recorded ({exc!r})")
-
-    def _forward(self, chunk: bytes, done: int) -> None:
-        """The rest of a chunk the first write did not take (or failed on)."""
-        while done < len(chunk):
-            try:
-                done += self._write(self.sink, memoryview(chunk)[done:])
-            except MemoryError:
-                time.sleep(RETRY)
-            except OSError as exc:
-                self._error(
-                    f"cannot forward the {self.src} stream: {exc.strerror or exc}", "forward"
-                )
-                self.forwarding = False
-                return
-
-    def _error(self, message: str, cause: str) -> None:
-        self.out.event(time.monotonic_ns(), "error", message=message, cause=cause)
-
-    def _trouble(self, key: str, message: str) -> None:
-        if key not in self._said:
-            self._said.add(key)
-            with suppress(Exception):
-                self._error(message, "record" if key == "record" else "pump")
 
 
 def exit_code(returncode: int) -> int:
@@ -128,33 +45,35 @@ def exit_code(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
-@dataclass
 class _Tap:
     """One recording: the agent, the pumps, the writer process, the end of the session."""
 
-    options: RecordOptions
-    target: TraceTarget
-    warn: Callable[[str], None]
-    proc: subprocess.Popen[bytes] | None = None
-    ring: Ring | None = None
-    out: RingWriter | None = None
-    writer: WriterProcess | None = None
-    client_eof: threading.Event = field(default_factory=threading.Event)
-    early_signals: list[int] = field(default_factory=list)
-    term_at: float | None = None  # when a SIGTERM was forwarded to the living agent
-    hurry: bool = False  # a signal came after the agent was reaped: finish quickly
-    t0: int = 0
-    wall_ns: int = 0
-    write_error: str | None = None
-    unwritten: int = 0
-    writer_ended: bool = False
-    _relayed: int = 0
+    def __init__(self, options: RecordOptions, target: TraceTarget, warn: Callable[[str], None]):
+        self.options, self.target, self.warn = options, target, warn
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.ring: Ring | None = None
+        self.out: RingWriter | None = None
+        self.writer: WriterProcess | None = None
+        self.client_eof = threading.Event()
+        self.early_signals: list[int] = []
+        self.term_at: float | None = None  # when a SIGTERM was forwarded to the living agent
+        self.hurry = False  # a signal came after the agent was reaped: finish quickly
+        self.t0 = self.wall_ns = 0
+        self.write_error: str | None = None
+        self.unwritten = 0
+        self.writer_ended = False
+        self._relayed = 0
 
     def run(self, stdin_fd: int, stdout_fd: int, stderr_fd: int) -> int:
         with self._forwarding_signals():
             self.t0, self.wall_ns = time.monotonic_ns(), time.time_ns()
             self.proc = proc = spawn_agent(self.options.command)
             assert proc.stdin and proc.stdout and proc.stderr
+            from acp_trace.record.prefault import Prefaulter
+            from acp_trace.record.pump import Pump
+            from acp_trace.record.ring import Ring, RingWriter
+            from acp_trace.record.writer_process import start_writer
+
             if problem := self.target.commit():
                 self.warn(problem)
             self.ring = ring = Ring(self.options.queue_bytes)
@@ -192,6 +111,9 @@ class _Tap:
 
     def _writer_main(self, ring: Ring, target: TraceTarget, wake_fd: int, dog: Watchdog) -> None:
         """The writer process's work (it imports the encoders; the tap never does)."""
+        from acp_trace.record.writer_process import import_gently
+
+        import_gently("acp_trace.record.writer", "acp_trace.trace.format")
         from acp_trace.record.writer import rfc3339, run_writer
         from acp_trace.trace.format import encode_header
 
@@ -201,6 +123,8 @@ class _Tap:
         run_writer(ring, target, wake_fd, dog, options=self.options, t0=self.t0, header=header)
 
     def result(self, code: int) -> RecordResult:
+        from acp_trace.record.ring import DROPPED, LOST, WRITTEN
+
         ring = self.ring
         assert ring is not None and self.out is not None
         out = self.out
@@ -220,6 +144,8 @@ class _Tap:
 
     def _client(self, source: int, sink: int) -> None:
         """Client to agent; at the client's EOF close the agent's stdin and start the grace."""
+        from acp_trace.record.pump import Pump
+
         assert self.out is not None and self.proc is not None and self.proc.stdin is not None
         Pump(source, sink, "client", self.out).run()
         with suppress(OSError):
@@ -228,6 +154,8 @@ class _Tap:
         self.client_eof.set()
 
     def _agent(self, source: int, sink: int) -> None:
+        from acp_trace.record.pump import Pump
+
         assert self.out is not None
         Pump(source, sink, "agent", self.out).run()
         self.out.event(time.monotonic_ns(), "eof", stream="agent")
@@ -235,6 +163,8 @@ class _Tap:
     def _supervise(self, proc: subprocess.Popen[bytes]) -> int:
         """Wait for the agent; end it after the grace period once the client is gone, or
         once it ignored a forwarded SIGTERM that long."""
+        from acp_trace.record.ring import AGENT_REAPED
+
         deadline: float | None = None
         escalation = [signal.SIGTERM, signal.SIGKILL]
         grace = self.options.grace
@@ -268,12 +198,12 @@ class _Tap:
         if writer is None or self.writer_ended or writer.running():
             return
         self.writer_ended = True
-        how = _status_text(writer.status)
-        self.write_error = self.write_error or (
-            f"the trace writer ended early ({how}): nothing more is recorded in"
-            f" {self.target.path}; forwarding goes on"
+        message = (
+            f"the trace writer ended early ({_status_text(writer.status)}): nothing more is"
+            f" recorded in {self.target.path}; forwarding goes on"
         )
-        self.warn(self.write_error)
+        self.write_error = self.write_error or message
+        self.warn(message)
 
     def _kill(self, signum: int, reason: str) -> None:
         assert self.out is not None
@@ -297,6 +227,8 @@ class _Tap:
     def _finish_writer(self) -> None:
         """Close the recording and wait for the writer while it makes progress (the grace
         period without any at most); what a stuck or dead writer did not write is counted."""
+        from acp_trace.record.ring import unread_lines
+
         assert self.out is not None and self.writer is not None and self.ring is not None
         grace, writer = self.options.grace, self.writer
         deadline = time.monotonic() + grace

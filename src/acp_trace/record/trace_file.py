@@ -24,8 +24,6 @@ import os
 import stat
 from collections.abc import Mapping
 from contextlib import suppress
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 from acp_trace.errors import RecordError
@@ -37,14 +35,21 @@ STREAM = os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC
 SNIFF_BYTES = 64 << 10
 
 
-@dataclass
-class TraceTarget:
-    """Where the writer writes: an open file, or a FIFO path it opens itself."""
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without loading typing (start-up time)
+if TYPE_CHECKING:
+    from datetime import datetime
 
-    path: Path
-    fd: int | None  # None: the writer process opens `path` (a FIFO without a reader yet)
-    created: bool  # a new file, removed again when the agent cannot start
-    temp: Path | None = None  # a new file beside `path`, renamed over it by `commit`
+
+class TraceTarget:
+    """Where the writer writes: an open file, or a FIFO path it opens itself.
+
+    `fd` is None when the writer process opens `path` (a FIFO without a reader yet);
+    `created` says it is a new file, removed again when the agent cannot start; `temp` is a
+    new file beside `path`, renamed over it by `commit`.
+    """
+
+    def __init__(self, path: Path, fd: int | None, created: bool, temp: Path | None = None):
+        self.path, self.fd, self.created, self.temp = path, fd, created, temp
 
     def commit(self) -> str | None:
         """Put a replacing trace in place (the agent runs); a problem, if one occurred."""
@@ -86,6 +91,7 @@ def default_trace_dir(env: Mapping[str, str]) -> Path:
 def trace_file_name(command: list[str], when: datetime) -> str:
     """A UTC timestamp plus the agent's name: `20261130T101106.123Z-codex-acp.jsonl`."""
     import re
+    from datetime import UTC
 
     from acp_trace.jsonrpc import agent_name_from_command
 
@@ -104,7 +110,11 @@ def open_trace(
     folder = options.directory or Path(env.get(TRACE_DIR_ENV) or default_trace_dir(env))
     folder = folder.expanduser()
     _make_private_dirs(folder)
-    name = trace_file_name(options.command, when or datetime.now(UTC))
+    if when is None:
+        from datetime import UTC, datetime
+
+        when = datetime.now(UTC)
+    name = trace_file_name(options.command, when)
     for attempt in range(1, 100):
         path = folder / (name if attempt == 1 else f"{name.removesuffix('.jsonl')}-{attempt}.jsonl")
         with suppress(FileExistsError):

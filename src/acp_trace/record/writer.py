@@ -1,7 +1,7 @@
 """The writer process of a recording: frames from the ring become trace records.
 
 The tap's forwarding threads only stamp each read and hand its raw bytes on (ring.py); this
-module runs in a process of its own (processes.py forks it), so cutting lines, encoding,
+module runs in a process of its own (writer_process.py forks it), so cutting lines, encoding,
 redaction and disk writes never take the forwarding threads' GIL. `Encoder` turns frames into
 record lines: it cuts the lines out of each stream's chunks, assigns `seq` in frame order
 (which is `t_ns` order) and encodes each line with `line_payload`, the one call that decides a
@@ -26,7 +26,6 @@ from typing import Any
 import orjson
 
 from acp_trace.record.options import RecordOptions
-from acp_trace.record.processes import Watchdog
 from acp_trace.record.redact import redact_line
 from acp_trace.record.ring import (
     CHUNK,
@@ -43,6 +42,7 @@ from acp_trace.record.ring import (
 )
 from acp_trace.record.sink import TraceSink
 from acp_trace.record.trace_file import TraceTarget
+from acp_trace.record.writer_process import Watchdog
 from acp_trace.trace.format import encode_event, encode_payload, encode_record, encode_text
 
 BATCH_BYTES = 1 << 20  # frames taken per write
@@ -288,7 +288,7 @@ def run_writer(
     t0: int,
     header: Callable[[], bytes],
 ) -> None:
-    """The writer process's work (processes.start_writer forks it): open the trace if the
+    """The writer process's work (writer_process.start_writer forks it): open the trace if the
     tap could not (a FIFO without a reader), then record until the recording ends."""
     encoder = Encoder(redact=options.redact, max_bytes=options.max_record_bytes, t0=t0)
 

@@ -1,8 +1,5 @@
-"""The two processes the tap starts: the agent, and the writer that records the trace.
+"""The writer process of the tap: forking it, waiting for it, and its watchdog.
 
-- The agent runs in its own session (its own process group), its three stdio piped. On Linux
-  it gets SIGKILL when the tap dies (prctl PR_SET_PDEATHSIG, set in the child before exec
-  through ctypes), so an agent never outlives a killed tap, whatever signals it ignores.
 - The writer process is forked from the tap right after the agent started, while the tap has
   no other thread. It keeps the ring, the trace, a wake-up pipe and the read end of a
   lifeline pipe whose write end only the tap holds; it ignores SIGINT, SIGTERM and SIGHUP
@@ -17,69 +14,25 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
-import traceback
 from collections.abc import Callable
 from contextlib import suppress
-from dataclasses import dataclass
+from importlib import import_module
 
-from acp_trace.errors import RecordError
 from acp_trace.record.options import RecordOptions
 from acp_trace.record.ring import AGENT_REAPED, TAKEN, WRITER_DONE, WRITTEN, Ring
 from acp_trace.record.trace_file import TraceTarget
 
-PR_SET_PDEATHSIG = 1
 MAX_FINISH = 60.0  # seconds the tap waits at most for its writer at the end
 
 
-def spawn_agent(command: list[str]) -> subprocess.Popen[bytes]:
-    """Start the agent in its own session, all three stdio piped, dying with the tap."""
-    pipe = subprocess.PIPE
-    try:
-        return subprocess.Popen(
-            command,
-            stdin=pipe,
-            stdout=pipe,
-            stderr=pipe,
-            bufsize=0,
-            start_new_session=True,
-            preexec_fn=_die_with_parent(),
-        )
-    except OSError as exc:
-        raise RecordError(f"cannot start {command[0]}: {exc.strerror or exc}") from exc
-
-
-def _die_with_parent() -> Callable[[], None] | None:
-    """A preexec function that sets the parent-death signal (Linux only, else None)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        import ctypes
-
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (ImportError, OSError, AttributeError):
-        return None
-    parent = os.getpid()
-
-    def set_pdeathsig() -> None:
-        prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != parent:  # the tap died before the signal was set
-            os.kill(os.getpid(), signal.SIGKILL)
-
-    return set_pdeathsig
-
-
-@dataclass
 class WriterProcess:
     """The tap's handle on its writer process."""
 
-    pid: int
-    ring: Ring
-    wake_fd: int
-    lifeline_fd: int
-    status: int | None = None
+    def __init__(self, pid: int, ring: Ring, wake_fd: int, lifeline_fd: int) -> None:
+        self.pid, self.ring, self.wake_fd, self.lifeline_fd = pid, ring, wake_fd, lifeline_fd
+        self.status: int | None = None
 
     def running(self) -> bool:
         if self.status is None:
@@ -166,9 +119,10 @@ def start_writer(
             code = 0
         except BaseException:
             with suppress(BaseException):
-                os.write(
-                    2, f"acp-trace: the trace writer failed:\n{traceback.format_exc()}".encode()
-                )
+                import traceback
+
+                failure = traceback.format_exc()
+                os.write(2, f"acp-trace: the trace writer failed:\n{failure}".encode())
         finally:
             ring.ctl[WRITER_DONE] = 1
             os._exit(code)
@@ -178,6 +132,21 @@ def start_writer(
         os.close(target.fd)
         target.fd = None
     return WriterProcess(pid, ring, wake_w, life_w)
+
+
+def import_gently(*modules: str) -> None:
+    """Import modules in a thread of the lowest priority (Linux nice is per thread), so that
+    the agent, starting at the same moment, has the CPU first; the caller waits for it."""
+
+    def load() -> None:
+        with suppress(OSError, AttributeError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        for module in modules:
+            import_module(module)
+
+    thread = threading.Thread(target=load, name="imports")
+    thread.start()
+    thread.join()
 
 
 def _become_writer(tap_fds: list[int]) -> None:
