@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DEFAULT_GRACE = 3.0
-DEFAULT_QUEUE_BYTES = 64 << 20
+DEFAULT_QUEUE_BYTES = 256 << 20
 DEFAULT_MAX_RECORD_BYTES = 64 << 20
 
 

@@ -7,8 +7,9 @@ pump threads and main thread, under one lock); the writer process is the only co
 A frame is a 16-byte header (payload size, kind, source, t) and its payload: the raw bytes of
 one read (CHUNK), a tap event (EVENT, marshal of its fields), a stream's end (END), what a
 full ring made the tap drop (GAP), the end of the recording (CLOSE). Frames lie back to back;
-one that does not fit before the end of the ring starts again at offset 0 (a WRAP header, or
-nothing when fewer than 16 bytes are left, marks the jump). Each side publishes one counter:
+one that does not fit before the end of the ring (or before `limit`, lowered while the ring
+gives memory back, ring_memory.py) starts again at offset 0, and a WRAP header, for which a
+frame always leaves room, marks the jump. Each side publishes one counter:
 the producer the total bytes it has put (`PUT`), the consumer the total it has taken
 (`TAKEN`); a side writes the data before the counter that publishes it, and `fence()` keeps
 weakly ordered CPUs from showing the counter first (x86-64 keeps store order anyway).
@@ -129,8 +130,10 @@ class RingWriter:
     def __init__(self, ring: Ring, wake_fd: int | None = None) -> None:
         self._ring = ring
         self._lock = threading.Lock()
-        self.prefault_at = 1 << 62  # where to set `prefault` (prefault.py keeps pages ahead)
+        self.prefault_at = 1 << 62  # the offset past which to set `prefault` (ring_memory.py)
         self.prefault: threading.Event | None = None
+        self.limit = ring.size  # frames end before it (lowered while memory is given back)
+        self.touched = 0  # the highest offset written: the pages that may be resident
         self._offset = 0
         self._put = 0
         self._last_t = 0
@@ -152,19 +155,22 @@ class RingWriter:
             offset, put, ring = self._offset, self._put, self._ring
             size = ring.size
             used = put - ring.ctl[TAKEN]
-            if self._gaps or offset + need > size or used + need + RESERVE > size:
+            end = offset + need
+            if self._gaps or end + HEADER.size > self.limit or used + need + RESERVE > size:
                 self._chunk_slowly(code, t, data)
                 return
             if t < self._last_t:  # seq order is t order, whatever the races for the lock
                 t = self._last_t
             self._last_t = t
             _pack_header(ring.data, offset, len(data), CHUNK, code, 0, t)
-            ring.data[offset + HEADER.size : offset + need] = data
-            self._offset = (offset + need) % size
+            ring.data[offset + HEADER.size : end] = data
+            self._offset = end
             self._put = put = put + need
             fence()
             ring.ctl[PUT] = put
-            if put > self.prefault_at and self.prefault is not None:
+            if end > self.touched:
+                self.touched = end
+            if end > self.prefault_at and self.prefault is not None:
                 self.prefault.set()
             if used + need > size >> 2 and not self._woke:
                 self._woke = True
@@ -239,27 +245,24 @@ class RingWriter:
     def _fits(self, need: int, keep: int) -> bool:
         """Whether `need` bytes of frames fit now with `keep` to spare (a wrap included)."""
         size, offset = self._ring.size, self._offset
-        skip = size - offset if offset + need > size else 0
+        skip = size - offset if offset + need + HEADER.size > self.limit else 0
         return skip + need + keep <= size - (self._put - self._ring.ctl[TAKEN])
 
     def _frame(self, kind: int, code: int, t: int, payload: bytes, keep: int) -> bool:
         """Write one frame if it fits with `keep` bytes to spare; publish it."""
         ring, size = self._ring, self._ring.size
         need = HEADER.size + len(payload)
-        offset, put = self._offset, self._put
-        free = size - (put - ring.ctl[TAKEN])
-        skip = size - offset if offset + need > size else 0
-        if skip + need + keep > free:
+        if not self._fits(need, keep):
             return False
-        if skip:
-            if skip >= HEADER.size:
-                HEADER.pack_into(ring.data, offset, 0, WRAP, 0, 0, 0)
-            offset, put = 0, put + skip
+        if self._offset + need + HEADER.size > self.limit:
+            self._wrap()
+        offset = self._offset
         t = self._last_t = max(t, self._last_t)  # seq order is t order, whatever the races
         HEADER.pack_into(ring.data, offset, len(payload), kind, code, 0, t)
         ring.data[offset + HEADER.size : offset + need] = payload
-        self._offset = (offset + need) % size
-        self._put = put + need
+        self._offset = offset + need
+        self.touched = max(self.touched, self._offset)
+        self._put += need
         fence()
         ring.ctl[PUT] = self._put
         if not self._woke and self._put - ring.ctl[TAKEN] > size // 4:
@@ -268,6 +271,38 @@ class RingWriter:
         elif self._woke and self._put - ring.ctl[TAKEN] < size // 8:
             self._woke = False
         return True
+
+    def _wrap(self) -> None:
+        """Go on at offset 0; the WRAP header tells the reader (under the lock)."""
+        HEADER.pack_into(self._ring.data, self._offset, 0, WRAP, 0, 0, 0)
+        self._put += self._ring.size - self._offset
+        self._offset = 0
+
+    # ------------------------------------------------------------ giving memory back
+
+    def begin_trim(self, keep: int) -> int | None:
+        """Keep frames below offset `keep` from now on, wrapping at once when the write
+        position is past it; the byte count the reader must reach before the memory beyond
+        `keep` may go, or None when the ring is not empty (nothing is changed then)."""
+        with self._lock:
+            if self._put != self._ring.ctl[TAKEN] or self.touched <= keep:
+                return None
+            self.limit = keep
+            if self._offset + HEADER.size > keep:
+                self._wrap()
+                fence()
+                self._ring.ctl[PUT] = self._put
+            return self._put
+
+    def end_trim(self, keep: int, trimmed: bool) -> None:
+        """Frames may use the whole ring again; `touched` is `keep` when memory went."""
+        with self._lock:
+            if trimmed:
+                self.touched = max(keep, self._offset)
+            self.limit = self._ring.size
+
+    def offset(self) -> int:
+        return self._offset
 
 
 class RingReader:

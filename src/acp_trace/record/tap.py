@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from acp_trace.record.ring import Ring, RingWriter
+    from acp_trace.record.ring_memory import RingMemory
     from acp_trace.record.writer_process import Watchdog, WriterProcess
 
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -54,6 +55,7 @@ class _Tap:
         self.ring: Ring | None = None
         self.out: RingWriter | None = None
         self.writer: WriterProcess | None = None
+        self.memory: RingMemory | None = None
         self.client_eof = threading.Event()
         self.early_signals: list[int] = []
         self.term_at: float | None = None  # when a SIGTERM was forwarded to the living agent
@@ -69,9 +71,9 @@ class _Tap:
             self.t0, self.wall_ns = time.monotonic_ns(), time.time_ns()
             self.proc = proc = spawn_agent(self.options.command)
             assert proc.stdin and proc.stdout and proc.stderr
-            from acp_trace.record.prefault import Prefaulter
             from acp_trace.record.pump import Pump
             from acp_trace.record.ring import Ring, RingWriter
+            from acp_trace.record.ring_memory import RingMemory
             from acp_trace.record.writer_process import start_writer
 
             if problem := self.target.commit():
@@ -79,7 +81,8 @@ class _Tap:
             self.ring = ring = Ring(self.options.queue_bytes)
             self.writer = start_writer(ring, self.target, proc, self.options, self._writer_main)
             self.out = out = RingWriter(ring, self.writer.wake_fd)
-            Prefaulter(ring, out).start()
+            self.memory = RingMemory(ring, out, out.wake)
+            self.memory.start()
             self._thread("client", self._client, stdin_fd, proc.stdin.fileno())
             drains = [
                 self._thread("agent", self._agent, proc.stdout.fileno(), stdout_fd),
@@ -176,6 +179,8 @@ class _Tap:
                 return returncode
             self._relay()
             self._check_writer()
+            if self.memory is not None:
+                self.memory.maybe_trim()
             now = time.monotonic()
             if self.term_at is not None and now - self.term_at >= grace and escalation:
                 reason = (

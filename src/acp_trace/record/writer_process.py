@@ -3,7 +3,10 @@
 - The writer process is forked from the tap right after the agent started, while the tap has
   no other thread. It keeps the ring, the trace, a wake-up pipe and the read end of a
   lifeline pipe whose write end only the tap holds; it ignores SIGINT, SIGTERM and SIGHUP
-  (the tap decides when the recording ends) and SIGXFSZ (a file size limit fails a write). A
+  (the tap decides when the recording ends) and SIGXFSZ (a file size limit fails a write). It
+  runs at nice 10: when the cores are busy, the traffic (the tap, the agent, the editor) goes
+  first, and the writer catches up from the queue afterwards (a full queue drops records, and
+  counts them). A
   watchdog thread in it reads the lifeline: when the tap dies before it reaped the agent, the
   watchdog ends the agent's process group (SIGTERM, then SIGKILL after the grace period: the
   agent's children too), records that, and gives the writer the grace period to finish.
@@ -25,6 +28,7 @@ from acp_trace.record.ring import AGENT_REAPED, TAKEN, WRITER_DONE, WRITTEN, Rin
 from acp_trace.record.trace_file import TraceTarget
 
 MAX_FINISH = 60.0  # seconds the tap waits at most for its writer at the end
+WRITER_NICE = 10  # below the tap and the agent: on a busy machine the traffic goes first
 
 
 class WriterProcess:
@@ -159,6 +163,8 @@ def _become_writer(tap_fds: list[int]) -> None:
     for fd in (0, 1):  # the client must see EOF when the tap closes its stdout
         os.dup2(null, fd)
     os.close(null)
+    with suppress(OSError):
+        os.nice(WRITER_NICE)  # the traffic first: the writer has the queue to catch up with
 
 
 Record = Callable[[str, dict[str, object]], None]
