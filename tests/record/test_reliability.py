@@ -362,9 +362,7 @@ def test_sigterm_ends_the_tap_after_the_agent_exited(tmp_path: Path, state: str)
         assert time.monotonic() - start < 30  # not the 120 s grace period
     finally:
         _kill_listed(tmp_path / "agent-pids", skip_first=True)
-        if session.proc.poll() is None:
-            session.proc.kill()
-            session.proc.communicate()
+        _stop(session.proc)
     assert session.proc.returncode == 0
 
 
@@ -653,6 +651,19 @@ def _agent_of(tap_pid: int) -> int:
             if b"agent.py" in cmdline.read():
                 return pid
     raise AssertionError("no agent")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """Kill a session still running, without waiting for pipes its orphans may hold."""
+    if proc.poll() is None:
+        proc.kill()
+    try:
+        proc.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        proc.wait()
 
 
 def _kill_listed(pids: Path, *, skip_first: bool) -> None:

@@ -18,6 +18,7 @@ ignores SIGTERM and keeps the agent's stdio open until it is killed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import resource
@@ -97,7 +98,8 @@ def main() -> None:
         write_all(2, open(args.stderr, "rb").read(), 3)  # noqa: SIM115
     read_to_eof(0, args.received)
     sender.join()
-    write_all(2, b"agent: stdin closed\n", 4)
+    with contextlib.suppress(OSError):  # nobody reads our stderr (the recorder died): stay
+        write_all(2, b"agent: stdin closed\n", 4)
     while args.ignore_eof:
         signal.pause()
     if args.kill_self:

@@ -166,7 +166,8 @@ class RingWriter:
             ring.data[offset + HEADER.size : end] = data
             self._offset = end
             self._put = put = put + need
-            fence()
+            if not _ORDERED:
+                fence()
             ring.ctl[PUT] = put
             if end > self.touched:
                 self.touched = end
