@@ -240,6 +240,49 @@ def test_an_error_in_a_pump_never_cuts_the_stream(
     assert sum("out of memory reading" in m for m in messages) == 1
 
 
+def test_a_burst_costs_memory_only_while_it_lasts(tmp_path: Path) -> None:
+    """After a 48 MB burst the ring's shared memory (resident in the tap) goes back to a few
+    MiB once the session is idle; traffic after that is forwarded and recorded as before."""
+    pids, gate = tmp_path / "tap-pid", tmp_path / "gate"
+    burst, later = _json_lines(12, 40_000, 2400), _json_lines(13, 5000, 200)
+    session = start_tap(
+        tmp_path,
+        client_sends=burst,
+        agent_sends=later,
+        agent_args=("--gate", str(gate)),
+        client_args=("--pid-file", str(pids), "--keep-open"),
+    )
+    try:
+        _wait_for(lambda: _agent_got_at_least(tmp_path, len(burst)), 120)
+        _wait_for(pids.exists, 60)
+        tap_pid = int(pids.read_text())
+        peak = _shared_kib(tap_pid)
+        _wait_for(lambda: _shared_kib(tap_pid) < 16 << 10, 60)  # idle for 2 s: given back
+        gate.touch()
+        run = session.finish(timeout=120)
+    finally:
+        _stop(session.proc)
+    assert peak > 32 << 10
+    assert run.code == 0, run.stderr
+    assert_transparent(run, burst, later, drops=True)
+
+
+def _agent_got_at_least(tmp_path: Path, size: int) -> bool:
+    """The scripted agent writes what it receives as it goes (buffered); True once `size`
+    bytes are in its file."""
+    path = tmp_path / "a.out"
+    return path.exists() and path.stat().st_size >= size - (64 << 10)
+
+
+def _shared_kib(pid: int) -> int:
+    """KiB of shared memory resident in a process (RssShmem: the tap's ring)."""
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("RssShmem:"):
+                return int(line.split()[1])
+    return 0
+
+
 # ---------------------------------------------------------------- a stalled trace target
 
 

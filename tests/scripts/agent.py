@@ -10,7 +10,7 @@ with --exit (default 0). --ready first writes one `{"ready":true}` line. --crash
 exits at once with --exit after N bytes of FILE; --kill-self kills itself with a signal at
 the end; --ignore-eof waits forever after stdin's EOF; --ignore-term ignores SIGTERM.
 --generate N writes N more bytes of `x` without a newline (never holding them), --gate waits
-for FILE to exist before sending anything (after --ready), --pid-file writes the agent's pid
+for FILE to exist before sending anything (after --ready; stdin is read meanwhile), --pid-file writes the agent's pid
 (and its child's, one per line) and --child starts a child in the agent's process group that
 ignores SIGTERM and keeps the agent's stdio open until it is killed.
 """
@@ -37,7 +37,9 @@ def write_all(fd: int, data: bytes, seed: int) -> None:
         view = view[os.write(fd, view[:size]) :]
 
 
-def send(data: bytes, generate: int) -> None:
+def send(data: bytes, generate: int, gate: str | None) -> None:
+    while gate and not os.path.exists(gate):  # stdin is read meanwhile
+        time.sleep(0.01)
     write_all(1, data, 2)
     piece = b"x" * (1 << 20)
     while generate > 0:
@@ -86,13 +88,11 @@ def main() -> None:
         os.replace(args.pid_file + ".tmp", args.pid_file)
     if args.ready:
         write_all(1, b'{"ready":true}\n', 0)
-    while args.gate and not os.path.exists(args.gate):
-        time.sleep(0.01)
     data = open(args.send, "rb").read() if args.send else b""  # noqa: SIM115
     if args.crash_after is not None:
         write_all(1, data[: args.crash_after], 1)
         os._exit(args.exit)
-    sender = threading.Thread(target=send, args=(data, args.generate))
+    sender = threading.Thread(target=send, args=(data, args.generate, args.gate))
     sender.start()
     if args.stderr:
         write_all(2, open(args.stderr, "rb").read(), 3)  # noqa: SIM115
