@@ -11,7 +11,7 @@ from __future__ import annotations
 
 # Importing the rule modules registers their rules; the order is the catalogue's.
 # isort: off
-from acp_trace.analysis.checks import replay_rules, wire_rules, profile_rules
+from acp_trace.analysis.checks import replay_rules, wire_rules, profile_rules, guesses
 from acp_trace.analysis.checks.registry import (
     FINDING_SCHEMA,
     RULES,
@@ -32,6 +32,7 @@ __all__ = [
     "Context",
     "Finding",
     "Rule",
+    "guesses",
     "profile_rules",
     "replay_rules",
     "rule",

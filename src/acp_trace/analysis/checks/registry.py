@@ -106,9 +106,10 @@ def run_checks(
     ctx: Context, rules: list[str] | None = None, min_severity: str = "info"
 ) -> pl.DataFrame:
     """Run the selected rules (all by default) and return findings at or above min_severity."""
+    from acp_trace.analysis.checks.guesses import downgrade
+
     allowed = SEVERITIES[: SEVERITIES.index(min_severity) + 1]
-    findings: list[Finding] = []
-    for rule_id in rules or list(RULES):
-        findings.extend(f for f in RULES[rule_id].check(ctx) if f.severity in allowed)
+    found = [f for rule_id in rules or list(RULES) for f in RULES[rule_id].check(ctx)]
+    findings = [f for f in downgrade(ctx, found) if f.severity in allowed]
     frame = pl.DataFrame([f.__dict__ for f in findings], schema=FINDING_SCHEMA)
     return frame.sort(["trace", "seq", "rule"], nulls_last=True, maintain_order=True)
