@@ -17,7 +17,9 @@ A finding depends on a guessed record G when
   `$/cancel_request` naming it (`id`).
 
 Warnings that depend on a guess keep their severity and get the same note; info findings are
-left as they are. `import-unknown-error-code` says where an error's code is unknown, so that a
+left as they are. An `unanswered-request` whose answer would come from a side whose responses
+the source does not trace (header `responses_not_traced_from`: thinkwell's client) is made info
+and says so: the trace cannot show that answer. `import-unknown-error-code` says where an error's code is unknown, so that a
 replay answered with it is not silently `truncated` when the code might be -32602.
 """
 
@@ -30,7 +32,7 @@ from typing import Any
 import polars as pl
 
 from acp_trace.analysis.checks.registry import RULES, Context, Finding, rule
-from acp_trace.jsonrpc import CANCEL_METHOD, id_key, loads
+from acp_trace.jsonrpc import CANCEL_METHOD, id_key, loads, other_side
 
 PAIRING_RULES = ("unanswered-request", "orphan-response", "duplicate-request-id", "cancel-unanswered")
 WINDOW_MODULE = "acp_trace.analysis.checks.replay_rules"
@@ -129,10 +131,16 @@ def depends_on(ctx: Context, finding: Finding, mine: list[Guess]) -> Guess | Non
 def downgrade(ctx: Context, findings: list[Finding]) -> list[Finding]:
     """Findings with every error that depends on a guessed record made a warning, and noted."""
     table = guesses(ctx)
-    if not table:
+    untraced = {t: h["responses_not_traced_from"] for t, h in ctx.headers.items()
+                if isinstance(h.get("responses_not_traced_from"), list)}  # fmt: skip
+    if not table and not untraced:
         return findings
     out = []
     for f in findings:
+        if f.rule == "unanswered-request" and _untraced_answer(ctx, f, untraced.get(f.trace)):
+            note = "; the source does not trace the responses its sender's peer writes"
+            out.append(replace(f, severity="info", message=f.message + note))
+            continue
         guess = depends_on(ctx, f, table.get(f.trace, [])) if f.severity != "info" else None
         if guess is None:
             out.append(f)
@@ -144,6 +152,15 @@ def downgrade(ctx: Context, findings: list[Finding]) -> list[Finding]:
         )
         out.append(replace(f, severity="warning", message=f.message + note))
     return out
+
+
+def _untraced_answer(ctx: Context, finding: Finding, sides: list[str] | None) -> bool:
+    """True when the answer to the finding's request would come from a side whose responses
+    the source does not trace (thinkwell does not trace the client's responses)."""
+    if not sides:
+        return False
+    rows = _rows_of(ctx, finding)
+    return any(other_side(ctx.timeline["src"][r]) in sides for r in rows)
 
 
 @rule("import-unknown-error-code", "info", "an imported error response whose code was not recorded")

@@ -189,4 +189,9 @@ def convert(path: Path, text: str) -> list[TraceBuilder]:
             builders[key].unconvertible(line, problem)
     for builder in builders.values():
         builder.header["skipped"]["other_legs"] = conv.other_legs
+    if generation(events) == "debug-names" and len(builders) == 2:
+        # trace_request_or_notification keeps only requests and notifications that enter a
+        # proxy from its predecessor or its successor, or that go to a successor named Agent
+        builders["client"].header["not_traced"] = ["requests and notifications to the client"]
+        builders["agent"].header["not_traced"] = ["requests and notifications to the agent"]
     return list(builders.values())

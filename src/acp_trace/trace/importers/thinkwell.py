@@ -198,6 +198,7 @@ def convert(path: Path, text: str) -> list[TraceBuilder]:
         "proxies": proxies,
         "mcp_bridge": state.bridge,
         "not_traced": ["responses sent by the client"],
+        "responses_not_traced_from": ["client"],
         "dropped": None,
     }
     builders = {
