@@ -1,6 +1,6 @@
-"""Write the conductor captures of this folder byte for byte as the conductors write them.
+"""Write the conductor captures of tests/data/imports/ byte for byte as the conductors write them.
 
-    python tests/data/imports/make_conductor_captures.py
+    python tests/trace/conductor_captures.py
 
 Each line is what `serde_json::to_writer(&TraceEvent)` and a `\n` give (trace.rs
 `EventWriter::write_event`): the enum is internally tagged, so `type` comes first, then the
@@ -24,7 +24,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1] / "data" / "imports"
 
 
 def _dump(event: dict[str, Any]) -> str:
@@ -136,9 +136,17 @@ def v11_proxy() -> list[str]:
     ]
 
 
+def captures() -> dict[str, list[str]]:
+    """Each capture file's name and its lines."""
+    return {
+        "conductor-v10.jsons": v10(),
+        "conductor-v11.jsons": v11(),
+        "conductor-v11-proxy.jsons": v11_proxy(),
+    }
+
+
 def main() -> None:
-    for name, lines in (("conductor-v10.jsons", v10()), ("conductor-v11.jsons", v11()),
-                        ("conductor-v11-proxy.jsons", v11_proxy())):  # fmt: skip
+    for name, lines in captures().items():
         (HERE / name).write_text("".join(line + "\n" for line in lines))
 
 
