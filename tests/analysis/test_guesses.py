@@ -9,10 +9,10 @@ from typing import Any
 import orjson
 import polars as pl
 import pytest
-from tracebuilder import TraceBuilder
 
 import acp_trace
 from testpaths import DATA
+from tracebuilder import TraceBuilder
 
 
 def _req(method: str, rid: Any, params: Any = None) -> dict[str, Any]:
@@ -21,7 +21,11 @@ def _req(method: str, rid: Any, params: Any = None) -> dict[str, Any]:
 
 def _update(kind: str, text: str = "x") -> dict[str, Any]:
     update = {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
-    return {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1", "update": update}}
+    return {
+        "jsonrpc": "2.0",
+        "method": "session/update",
+        "params": {"sessionId": "s1", "update": update},
+    }
 
 
 def _load_with(agent_request: dict[str, Any], answer: Any) -> list[Any]:

@@ -49,8 +49,10 @@ def main() -> int:
             (DATA / name).write_bytes(_check(name, trace.read_bytes()))
         for name, commands in (
             ("acpx-exec.jsonl", [["exec", "hello there"]]),
-            ("acpx-resume.jsonl", [["sessions", "new", "--resume-session", "sess-ax"],
-                                   ["prompt", "hi again"]]),  # fmt: skip
+            (
+                "acpx-resume.jsonl",
+                [["sessions", "new", "--resume-session", "sess-ax"], ["prompt", "hi again"]],
+            ),
         ):
             code, out, err = peerlib.run_acpx(root / name, sid="sess-ax", cwd=PROJECT,
                                               commands=commands)  # fmt: skip

@@ -245,7 +245,9 @@ def run_thinkwell(
     return Run(trace, received, sent, received, sent, done.returncode, output)
 
 
-def run_acpx(root: Path, *, sid: str, cwd: str, commands: list[list[str]]) -> tuple[int, bytes, str]:
+def run_acpx(
+    root: Path, *, sid: str, cwd: str, commands: list[list[str]]
+) -> tuple[int, bytes, str]:
     """Run acpx --format json with the tee'd demo-agent, once per command, in the netns.
 
     Returns (exit code of the last, acpx's stdout of all runs, stderr); what the agent read

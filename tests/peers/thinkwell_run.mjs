@@ -23,6 +23,10 @@ const stdioClient = {
   },
 };
 
+// With `trace` set, the conductor logs at level info through console.log: on this process's
+// stdout that would mix log lines into the client's JSON-RPC stream, so logs go to stderr.
+console.log = console.error;
+
 const quote = (a) => `'${a.replaceAll("'", "")}'`;
 const conductor = new Conductor({
   instantiator: fromCommands([agent.map(quote).join(" ")]),

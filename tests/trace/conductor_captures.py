@@ -69,20 +69,42 @@ def v10() -> list[str]:
         request(0.0123, c, a, 0, "initialize", INIT_V2),
         response(0.4311, a, c, 0, AGENT_V2),
         request(0.4402, c, a, 1, "session/resume", RESUME),
-        response(0.4513, a, c, 1, {"error": "Invalid params: \"unsupported replayFrom cursor\""},
-                 error=True),  # fmt: skip
+        response(
+            0.4513,
+            a,
+            c,
+            1,
+            {"error": 'Invalid params: "unsupported replayFrom cursor"'},
+            error=True,
+        ),
         request(0.5, c, a, 2, "session/resume", {**RESUME, "replayFrom": {"type": "start"}}),
         notification(0.5041, a, c, "session/update", HISTORY),
-        notification(0.5043, a, c, "session/update",
-                     {"sessionId": "sess_4f1", "update": {"sessionUpdate": "replay_complete"}}),
-        notification(0.5052, a, c, "session/update",
-                     {"sessionId": "sess_4f1", "update": {"sessionUpdate": "state_update",
-                      "state": "idle"}}),  # fmt: skip
+        notification(
+            0.5043,
+            a,
+            c,
+            "session/update",
+            {"sessionId": "sess_4f1", "update": {"sessionUpdate": "replay_complete"}},
+        ),
+        notification(
+            0.5052,
+            a,
+            c,
+            "session/update",
+            {"sessionId": "sess_4f1", "update": {"sessionUpdate": "state_update", "state": "idle"}},
+        ),
         response(0.5061, a, c, 2, {}),
-        request(0.61, c, a, 3, "session/load", {"sessionId": "sess_gone", "cwd": "/work",
-                "mcpServers": []}),  # fmt: skip
-        response(0.6132, a, c, 3, {"error": "Resource not found: {\n  \"uri\": \"sess_gone\"\n}"},
-                 error=True),  # fmt: skip
+        request(
+            0.61,
+            c,
+            a,
+            3,
+            "session/load",
+            {"sessionId": "sess_gone", "cwd": "/work", "mcpServers": []},
+        ),
+        response(
+            0.6132, a, c, 3, {"error": 'Resource not found: {\n  "uri": "sess_gone"\n}'}, error=True
+        ),
     ]
 
 
@@ -102,18 +124,39 @@ def v11() -> list[str]:
         request(0.0123, c, a, i0, "initialize", INIT_V2),
         response(0.4311, a, c, i0, AGENT_V2),
         request(0.4402, c, a, i1, "session/resume", RESUME),
-        response(0.4513, a, c, i1, {"code": -32602, "message": "Invalid params",
-                 "data": "unsupported replayFrom cursor"}, error=True),  # fmt: skip
+        response(
+            0.4513,
+            a,
+            c,
+            i1,
+            {"code": -32602, "message": "Invalid params", "data": "unsupported replayFrom cursor"},
+            error=True,
+        ),
         request(0.5, c, a, i2, "session/resume", {**RESUME, "replayFrom": {"type": "start"}}),
         notification(0.5041, a, c, "session/update", HISTORY),
-        notification(0.5043, a, c, "session/update",
-                     {"sessionId": "sess_4f1", "update": {"sessionUpdate": "replay_complete"}}),
-        notification(0.5052, a, c, "session/update",
-                     {"sessionId": "sess_4f1", "update": {"sessionUpdate": "state_update",
-                      "state": "idle"}}),  # fmt: skip
+        notification(
+            0.5043,
+            a,
+            c,
+            "session/update",
+            {"sessionId": "sess_4f1", "update": {"sessionUpdate": "replay_complete"}},
+        ),
+        notification(
+            0.5052,
+            a,
+            c,
+            "session/update",
+            {"sessionId": "sess_4f1", "update": {"sessionUpdate": "state_update", "state": "idle"}},
+        ),
         response(0.5061, a, c, i2, {}),
-        request(0.61, a, c, i3, "session/request_permission", {"sessionId": "sess_4f1",
-                "toolCall": {"toolCallId": "t1"}, "options": []}),  # fmt: skip
+        request(
+            0.61,
+            a,
+            c,
+            i3,
+            "session/request_permission",
+            {"sessionId": "sess_4f1", "toolCall": {"toolCallId": "t1"}, "options": []},
+        ),
         response(0.7, c, a, i3, {"outcome": {"outcome": "cancelled"}}),
     ]
 
@@ -123,15 +166,20 @@ def v11_proxy() -> list[str]:
     c, p0, agent = "Client", "Proxy(0)", "Proxy(1)"
     i0, i1, i2, _ = UUIDS
     init_result = {"protocolVersion": 1, "agentCapabilities": {"loadSession": True}}
-    prompt = {"sessionId": "sess_9", "prompt": [{"type": "text", "text": "{\"command\":\"greet\"}"}]}
+    prompt = {"sessionId": "sess_9", "prompt": [{"type": "text", "text": '{"command":"greet"}'}]}
     return [
         request(0.0021, c, p0, i0, "_proxy/initialize", INIT_V1),
         response(0.2504, p0, c, i0, init_result),
         request(0.2513, c, p0, i1, "session/new", {"cwd": ".", "mcpServers": []}),
         response(0.2617, p0, c, i1, {"sessionId": "sess_9"}),
         request(0.2625, c, p0, i2, "session/prompt", prompt),
-        notification(0.2711, agent, p0, "session/update",
-                     chunk("sess_9", "agent_message_chunk", "Hello, world!")),
+        notification(
+            0.2711,
+            agent,
+            p0,
+            "session/update",
+            chunk("sess_9", "agent_message_chunk", "Hello, world!"),
+        ),
         response(0.2734, p0, c, i2, {"stopReason": "end_turn"}),
     ]
 

@@ -129,8 +129,11 @@ def test_forced_format_that_converts_nothing_is_refused() -> None:
     ("content", "fmt", "found"),
     [
         ("", "conductor", "no message on a leg it keeps"),
-        ('{"type":"request","ts":1,"from":"proxy:0","to":"proxy:1","id":1,"method":"x"}\n',
-         "conductor", "no message on a leg it keeps"),
+        (
+            '{"type":"request","ts":1,"from":"proxy:0","to":"proxy:1","id":1,"method":"x"}\n',
+            "conductor",
+            "no message on a leg it keeps",
+        ),
         ("[]", "jsonrpc", "no message"),
         ('{"foo": 1}\n', "thinkwell", "line 1: not a thinkwell conductor trace line"),
         ('{"action":"session_ensured","acpxRecordId":"s"}\n', "acpx", "no message"),
@@ -682,7 +685,9 @@ def test_conductor_captures_are_what_trace_rs_writes() -> None:
     """The committed conductor captures are the generator's bytes (trace.rs field order)."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("captures", Path(__file__).with_name("conductor_captures.py"))
+    spec = importlib.util.spec_from_file_location(
+        "captures", Path(__file__).with_name("conductor_captures.py")
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -723,7 +728,9 @@ def test_conductor_lowercase_error_keeps_its_text_and_says_the_code_is_unknown()
     """sacp-conductor <= 10's `{"error": text}` becomes an error without code, noted in the header."""
     (lines,) = _convert(DATA / "conductor-v10.jsons").values()
     errors = [r for r in lines[1:] if "error" in r.get("msg", {})]
-    assert errors[0]["msg"]["error"] == {"message": 'Invalid params: "unsupported replayFrom cursor"'}
+    assert errors[0]["msg"]["error"] == {
+        "message": 'Invalid params: "unsupported replayFrom cursor"'
+    }
     assert [(e["seq"], e["line"]) for e in lines[0]["error_code_unknown"]] == [(4, 4), (11, 11)]
     assert lines[0]["error_code_unknown"][1]["message"].startswith("Resource not found: {\n")
 
@@ -742,7 +749,10 @@ def test_conductor_error_objects_are_kept_whole() -> None:
 def test_conductor_debug_names_with_proxies_keeps_both_legs_and_says_what_is_missing() -> None:
     """With proxies the client leg has the client's requests, the agent leg the agent's messages."""
     client, agent = _convert(DATA / "conductor-v11-proxy.jsons").values()
-    assert client[0]["leg"] == ["Client", "Proxy(0)"] and agent[0]["leg"] == ["Proxy(0)", "Proxy(1)"]
+    assert client[0]["leg"] == ["Client", "Proxy(0)"] and agent[0]["leg"] == [
+        "Proxy(0)",
+        "Proxy(1)",
+    ]
     assert [r["src"] for r in client[1:]] == ["client", "agent"] * 3
     assert client[1]["msg"]["method"] == "_proxy/initialize"
     assert [(r["src"], r["msg"]["method"]) for r in agent[1:]] == [("agent", "session/update")]
@@ -754,7 +764,10 @@ def test_conductor_debug_names_with_proxies_keeps_both_legs_and_says_what_is_mis
     ("names", "chain"),
     [
         ([("Client", "Agent")], ["Client", "Agent"]),
-        ([("Client", "Proxy(0)"), ("Proxy(0)", "Proxy(1)")], ["Client", "Proxy(0)", "Proxy(1)", "Agent"]),
+        (
+            [("Client", "Proxy(0)"), ("Proxy(0)", "Proxy(1)")],
+            ["Client", "Proxy(0)", "Proxy(1)", "Agent"],
+        ),
         ([("Client", "Proxy(0)"), ("Proxy(1)", "Proxy(0)")], ["Client", "Proxy(0)", "Proxy(1)"]),
         ([("Client", "Proxy(0)"), ("Proxy(0)", "Agent")], ["Client", "Proxy(0)", "Agent"]),
         ([("client", "proxy:0"), ("proxy:0", "agent")], ["client", "proxy:0", "agent"]),
@@ -923,6 +936,9 @@ def test_acpx_own_lines_go_to_the_header() -> None:
     assert lines[1]["msg"]["method"] == "initialize"
     from acp_trace.trace.importers import acpx
 
-    report = {"jsonrpc": "2.0", "id": None,
-              "error": {"code": -32002, "message": "no session", "data": {"acpxCode": "NO_SESSION"}}}
+    report = {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32002, "message": "no session", "data": {"acpxCode": "NO_SESSION"}},
+    }
     assert acpx.is_own(report) and not acpx.is_own({**report, "id": 3})  # fmt: skip

@@ -5,6 +5,8 @@ that the timeline, the replay pass and the turn pass already found. Messages say
 expected, what came instead, and where (trace, session, seq). The rules live in three modules:
 `replay_rules` (markers, resumes, loads), `wire_rules` (JSON-RPC on stdio, imports) and
 `profile_rules` (claude-agent-acp's signals); importing them registers them in catalogue order.
+`guesses` adds `import-unknown-error-code` and downgrades findings that rest on an importer's
+guess (registered in `registry.ADJUSTERS`, run by `run_checks` before the severity filter).
 """
 
 from __future__ import annotations

@@ -31,10 +31,15 @@ from typing import Any
 
 import polars as pl
 
-from acp_trace.analysis.checks.registry import RULES, Context, Finding, rule
+from acp_trace.analysis.checks.registry import ADJUSTERS, RULES, Context, Finding, rule
 from acp_trace.jsonrpc import CANCEL_METHOD, id_key, loads, other_side
 
-PAIRING_RULES = ("unanswered-request", "orphan-response", "duplicate-request-id", "cancel-unanswered")
+PAIRING_RULES = (
+    "unanswered-request",
+    "orphan-response",
+    "duplicate-request-id",
+    "cancel-unanswered",
+)
 WINDOW_MODULE = "acp_trace.analysis.checks.replay_rules"
 
 
@@ -86,7 +91,8 @@ def _rows_of(ctx: Context, finding: Finding) -> list[int]:
 
 def _windows_judged(ctx: Context, finding: Finding, row: int) -> list[tuple[int, int]]:
     """The spans (first row, last row) of the replay windows a finding at `row` judges."""
-    last = ctx.timeline.filter(pl.col("trace") == finding.trace)["row"].max()
+    rows = ctx.timeline.filter(pl.col("trace") == finding.trace)["row"]
+    last = int(rows[-1]) if len(rows) else row
     spans = []
     extra = {m.window for m in ctx.facts.markers if m.row == row and m.window is not None}
     extra |= {i for i, rows in ctx.facts.load_after if row in rows}
@@ -94,8 +100,10 @@ def _windows_judged(ctx: Context, finding: Finding, row: int) -> list[tuple[int,
     for w in ctx.facts.windows:
         if w.trace != finding.trace:
             continue
-        end = w.end_row if w.end_row is not None else int(last) if last is not None else row
-        inside = w.req_row <= row <= end and (finding.session is None or finding.session in w.sessions)
+        end = w.end_row if w.end_row is not None else last
+        inside = w.req_row <= row <= end and (
+            finding.session is None or finding.session in w.sessions
+        )
         if inside or w.index in extra:
             spans.append((w.req_row, max(end, row)))
     return spans
@@ -154,6 +162,9 @@ def downgrade(ctx: Context, findings: list[Finding]) -> list[Finding]:
     return out
 
 
+ADJUSTERS.append(downgrade)
+
+
 def _untraced_answer(ctx: Context, finding: Finding, sides: list[str] | None) -> bool:
     """True when the answer to the finding's request would come from a side whose responses
     the source does not trace (thinkwell does not trace the client's responses)."""
@@ -176,7 +187,9 @@ def import_unknown_error_code(ctx: Context) -> Iterator[Finding]:
             row = hit["row"][0]
             peer = tl["peer_row"][row]
             answers = (
-                f" answering {tl['method'][peer]} at seq {tl['seq'][peer]}" if peer is not None else ""
+                f" answering {tl['method'][peer]} at seq {tl['seq'][peer]}"
+                if peer is not None
+                else ""
             )
             yield ctx.at(
                 "import-unknown-error-code",

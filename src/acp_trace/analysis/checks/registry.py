@@ -82,6 +82,8 @@ class Rule:
 
 
 RULES: dict[str, Rule] = {}
+# Passes over all findings before the severity filter (guesses.py registers its downgrade).
+ADJUSTERS: list[Callable[[Context, list[Finding]], list[Finding]]] = []
 
 
 def rule(rule_id: str, severity: str, summary: str) -> Callable[..., Any]:
@@ -106,10 +108,10 @@ def run_checks(
     ctx: Context, rules: list[str] | None = None, min_severity: str = "info"
 ) -> pl.DataFrame:
     """Run the selected rules (all by default) and return findings at or above min_severity."""
-    from acp_trace.analysis.checks.guesses import downgrade
-
     allowed = SEVERITIES[: SEVERITIES.index(min_severity) + 1]
-    found = [f for rule_id in rules or list(RULES) for f in RULES[rule_id].check(ctx)]
-    findings = [f for f in downgrade(ctx, found) if f.severity in allowed]
+    findings = [f for rule_id in rules or list(RULES) for f in RULES[rule_id].check(ctx)]
+    for adjust in ADJUSTERS:  # guesses.downgrade: findings that rest on an importer's guess
+        findings = adjust(ctx, findings)
+    findings = [f for f in findings if f.severity in allowed]
     frame = pl.DataFrame([f.__dict__ for f in findings], schema=FINDING_SCHEMA)
     return frame.sort(["trace", "seq", "rule"], nulls_last=True, maintain_order=True)

@@ -51,11 +51,11 @@ def chain(events: list[dict[str, Any]]) -> list[str]:
     """
     names = {str(e.get(k)) for e in events for k in ("from", "to")}
     if generation(events) == "lowercase":
-        proxies = sorted(int(m.group(1)) for n in names if (m := _OLD_PROXY.fullmatch(n)))
-        return ["client", *(f"proxy:{i}" for i in proxies), "agent"]
-    indexes = sorted(int(m.group(1)) for n in names if (m := _NEW_PROXY.fullmatch(n)))
+        old = sorted(int(m.group(1)) for n in names if (m := _OLD_PROXY.fullmatch(n)))
+        return ["client", *(f"proxy:{i}" for i in old), "agent"]
+    numbers = sorted(int(m.group(1)) for n in names if (m := _NEW_PROXY.fullmatch(n)))
     receivers = {str(e.get("to")) for e in events if e.get("type") != "response"}
-    proxies = [f"Proxy({i})" for i in indexes]
+    proxies = [f"Proxy({i})" for i in numbers]
     if "Agent" in names or not proxies or proxies[-1] in receivers:
         return ["Client", *proxies, "Agent"]
     return ["Client", *proxies]
@@ -147,7 +147,11 @@ def _message(event: dict[str, Any]) -> dict[str, Any] | str:
 def _error(payload: Any) -> Any:
     """The error object of a failed response: as written (Debug-names generation), or, for
     sacp-conductor <= 10's `{"error": "<text>"}`, `{"message": "<text>"}` without a code."""
-    if isinstance(payload, dict) and set(payload) == {"error"} and isinstance(payload["error"], str):
+    if (
+        isinstance(payload, dict)
+        and set(payload) == {"error"}
+        and isinstance(payload["error"], str)
+    ):
         return {"message": payload["error"]}
     return payload
 

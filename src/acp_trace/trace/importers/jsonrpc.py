@@ -59,7 +59,10 @@ def result_shapes() -> dict[str, list[Shape]]:
     text = files("acp_trace.trace.importers").joinpath("result_shapes.json").read_text()
     return {
         method: [
-            (frozenset(s["required"]), None if s["properties"] is None else frozenset(s["properties"]))
+            (
+                frozenset(s["required"]),
+                None if s["properties"] is None else frozenset(s["properties"]),
+            )
             for s in shapes
         ]
         for method, shapes in json.loads(text)["methods"].items()
@@ -157,7 +160,10 @@ class Directions:
         if len(possible) == 1:
             return other_side(possible[0]), None
         how = "fits both" if possible else "fits neither"
-        return None, f"response id {key} is pending on both sides ({_both(methods)}); its result {how}"
+        return (
+            None,
+            f"response id {key} is pending on both sides ({_both(methods)}); its result {how}",
+        )
 
     def _cancel(self, params: Any) -> Guess:
         if not isinstance(params, dict) or "requestId" not in params:

@@ -77,7 +77,8 @@ def table(sdk: Path) -> dict[str, Any]:
                 methods.setdefault(method, set()).update(shapes(node, defs))
     version = json.loads((sdk / "package.json").read_text())["version"]
     return {
-        "source": f"@agentclientprotocol/sdk@{version}: " + ", ".join(f"schema/{n}" for n in SCHEMAS),
+        "source": f"@agentclientprotocol/sdk@{version}: "
+        + ", ".join(f"schema/{n}" for n in SCHEMAS),
         "methods": {
             method: sorted(
                 (
@@ -94,9 +95,7 @@ def table(sdk: Path) -> dict[str, Any]:
 def render(sdk: Path) -> str:
     """The file's text: one method per line, so that a diff shows what changed."""
     data = table(sdk)
-    rows = ",\n".join(
-        f"    {json.dumps(m)}: {json.dumps(s)}" for m, s in data["methods"].items()
-    )
+    rows = ",\n".join(f"    {json.dumps(m)}: {json.dumps(s)}" for m, s in data["methods"].items())
     return f'{{\n  "source": {json.dumps(data["source"])},\n  "methods": {{\n{rows}\n  }}\n}}\n'
 
 

@@ -111,9 +111,9 @@ class _Replay:
             self.init_id = self.take()
             self.pending[str(self.init_id)] = (hop, rid, True)
             return
-        if msg["type"] == "left-to-right" and method == "session/new" and self.bridge:
-            if not self.agent_acp_transport:
-                self.take()  # `session-${generateRequestId()}`, the bridge's session key
+        bridged = self.bridge and not self.agent_acp_transport
+        if msg["type"] == "left-to-right" and method == "session/new" and bridged:
+            self.take()  # `session-${generateRequestId()}`, the bridge's session key
         self.pending[str(self.take())] = (hop, rid, msg["type"] == "left-to-right")
 
     def response(self, rid: Any, result: Any) -> tuple[int, Any, bool] | None:
@@ -124,20 +124,23 @@ class _Replay:
             return None
         if self.init_id is not None and str(rid) == str(self.init_id):
             caps = result.get("capabilities") if isinstance(result, dict) else None
-            self.agent_acp_transport = isinstance(caps, dict) and bool(caps.get("mcp_acp_transport"))
+            self.agent_acp_transport = isinstance(caps, dict) and bool(
+                caps.get("mcp_acp_transport")
+            )
         return found
 
     def internal(self, msg: dict[str, Any]) -> None:
         """Ids the MCP bridge's messages take (handleMcpConnectionReceived, ...)."""
         kind = msg.get("type")
         dispatch = msg.get("dispatch")
-        if kind == "mcp-connection-received":
-            self.take()
-            self.take()
-        elif kind == "mcp-client-to-server" and isinstance(dispatch, dict):
-            if dispatch.get("type") == "request":
-                self.take()
-                self.take()
+        received = kind == "mcp-connection-received"
+        if received or (kind == "mcp-client-to-server" and _is_request(dispatch)):
+            self.take()  # the dispatch's own id
+            self.take()  # forwarding it
+
+
+def _is_request(dispatch: Any) -> bool:
+    return isinstance(dispatch, dict) and dispatch.get("type") == "request"
 
 
 def _replay(lines: list[dict[str, Any]], proxies: int, bridge: bool) -> tuple[_Replay, list[Any]]:
@@ -256,4 +259,3 @@ def _line(
     t_ns = None if ms is None or t0 is None else (ms - t0) * 1_000_000
     builders[hop].message(t_ns, "client" if rightward else "agent", record)
     return None
-
