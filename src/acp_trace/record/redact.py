@@ -64,29 +64,34 @@ POLICY = RedactionPolicy().header()
 NO_POLICY = RedactionPolicy(enabled=False).header()
 
 _ESCAPE = "a \\u escape"
-# needle -> what the note says. Message needles send a JSON-RPC line down the exact path.
+# needle -> what the note says. Every needle starts with a quote, so the search skips
+# through string contents (JSON strings hold no bare quote); message needles send a
+# JSON-RPC line down the exact path, the others count only in lines that are no message.
 _MESSAGE_NEEDLES = {
-    **{f'"{key}"'.encode(): key for key in ("mcpServers", "authMethods", "env", "args")},
-    **{f'"{key}"'.encode(): key for key in ("headers", "baseUrl", "url", "_meta")},
-    b"authenticate": "authenticate",
-    b"auth/": "auth/",
-    b"auth\\/": "auth/",
-    **{f"\\u00{x}".encode(): _ESCAPE for x in ("2f", "2F", "4", "5", "6", "7")},
-}
+    f'"{key}"'.encode(): key
+    for key in ("mcpServers", "authMethods", "env", "args", "headers", "baseUrl", "url", "_meta")
+} | {b'"authenticate"': "authenticate", b'"auth/': "auth/", b'"auth\\/': "auth/"}
 _CLIENT_NEEDLES = {b'"action"': "action"}
 _METHOD_NAMES = (
     *("session/new", "session/load", "session/resume", "session/fork"),
     *("providers/set", "terminal/create", "elicitation/create"),
 )
 _NAME_NEEDLES = {
-    spelled.encode(): name for name in _METHOD_NAMES for spelled in (name, name.replace("/", "\\/"))
+    f'"{spelled}"'.encode(): name
+    for name in _METHOD_NAMES
+    for spelled in (name, name.replace("/", "\\/"))
 }
-_NEEDLES = list({**_MESSAGE_NEEDLES, **_CLIENT_NEEDLES, **_NAME_NEEDLES}.items())
+_NEEDLES = list((_MESSAGE_NEEDLES | _CLIENT_NEEDLES | _NAME_NEEDLES).items())
 _FINDER = ahocorasick_rs.BytesAhoCorasick([needle for needle, _ in _NEEDLES])
 _NAMES = [name for _, name in _NEEDLES]
-_MESSAGE_NAMES = frozenset(_MESSAGE_NEEDLES.values()) | {"action"}
+_MESSAGE_NAMES = frozenset(_MESSAGE_NEEDLES.values()) | {"action", _ESCAPE}
 _CLIENT_ONLY = frozenset(i for i, (needle, _) in enumerate(_NEEDLES) if needle in _CLIENT_NEEDLES)
+# A `\u00XX` escape can spell any needle's letters, `_` or `/` (0x2f, 0x41-0x7a): the lines
+# that have one go down the exact path. `\u00` is found fast; the regex confirms.
+_ESCAPES = ahocorasick_rs.BytesAhoCorasick([b"\\u00"])
+_SPELLING = re.compile(rb"\\u00(?:2[fF]|[4-7])")
 _NOT_JSON = object()
+_NO_HITS: frozenset[str] = frozenset()
 _KNOWN_KEYS = frozenset({"jsonrpc", "id", "method", "params", "result", "error", *_MESSAGE_NAMES})
 
 
@@ -122,6 +127,8 @@ class Redactor:
         if hits & _MESSAGE_NAMES:
             return self._exact(line, stripped, src, hits)
         value = _fast_loads(stripped)
+        if isinstance(value, dict) and "id" not in value and isinstance(value.get("method"), str):
+            return b'"msg":' + stripped  # a notification: the common case, nothing to pair
         if _is_rpc(value):
             if self._answers_form(value, src):
                 return self._exact(line, stripped, src, hits)
@@ -190,11 +197,11 @@ class Redactor:
 
     def _hits(self, data: bytes, src: str) -> frozenset[str]:
         found = _FINDER.find_matches_as_indexes(data)
-        if not found:
-            return frozenset()
-        return frozenset(
-            _NAMES[i] for i, _start, _end in found if src == "client" or i not in _CLIENT_ONLY
-        )
+        escaped = bool(_ESCAPES.find_matches_as_indexes(data)) and bool(_SPELLING.search(data))
+        if not found and not escaped:
+            return _NO_HITS
+        names = {_NAMES[i] for i, _start, _end in found if src == "client" or i not in _CLIENT_ONLY}
+        return frozenset(names | {_ESCAPE} if escaped else names)
 
     def _answers_form(self, value: Any, src: str) -> bool:
         waiting = self.pending["agent" if src == "client" else "client"]
@@ -219,10 +226,13 @@ class Redactor:
         return b'"redaction":' + orjson.dumps(note) + b"," + payload
 
 
+_SHARED = {True: Redactor(), False: Redactor(RedactionPolicy(enabled=False))}
+
+
 def line_payload(line: bytes, src: str, *, redact: bool | Redactor, max_bytes: int | None) -> bytes:
-    """The payload of a recorded line. `redact` is the recording's Redactor (which pairs
-    requests and responses across lines), or a bool for a line judged on its own."""
-    redactor = redact if isinstance(redact, Redactor) else Redactor(RedactionPolicy(bool(redact)))
+    """The payload of a recorded line. `redact` is the recording's Redactor (it pairs
+    requests and responses across lines), or a bool for a process-wide one."""
+    redactor = redact if isinstance(redact, Redactor) else _SHARED[bool(redact)]
     return redactor.line_payload(line, src, max_bytes)
 
 
