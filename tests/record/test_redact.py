@@ -700,6 +700,9 @@ def test_pairing_state_is_bounded() -> None:
     for n in range(5000):
         redactor.line_payload(line_of(req("fs/read_text_file", {"path": "/x"}, n)), "agent")
     assert len(redactor.pending["agent"]) == 1024
+    fresh = Redactor()
+    fresh.line_payload(line_of(req("elicitation/create", {}, "x" * 100_000)), "agent")
+    assert len(fresh.pending["agent"]) == 0  # an id too long to keep is not paired
 
 
 # Lines longer than --max-record-bytes: judged by the first bytes, the only ones recorded.

@@ -19,6 +19,7 @@ AUTH_KEEP = frozenset({"methodId"})
 ANSWER_KEEP = frozenset({"action", "_meta"})
 ANSWERED_BY_FORM = "elicitation/create"
 PENDING_LIMIT = 1024
+ID_LIMIT = 256  # characters of a string id (and 4x bits of an integer one) worth pairing
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -31,11 +32,11 @@ def id_key(value: Any) -> tuple[str, Any] | None:
     """A hashable request id that keeps its type (`1` and `"1"` differ); None if not an id."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, int):
+    if isinstance(value, int) and value.bit_length() <= ID_LIMIT * 4:
         return ("n", value)
-    if isinstance(value, str):
+    if isinstance(value, str) and len(value) <= ID_LIMIT:
         return ("s", value)
-    return None
+    return None  # a longer id is not paired (bounded memory); form answers still go by shape
 
 
 class Pending:
@@ -54,7 +55,7 @@ class Pending:
         return len(self._ids)
 
     def add(self, key: tuple[str, Any], method: str) -> None:
-        self._ids[key] = method
+        self._ids[key] = method if len(method) <= ID_LIMIT else ""
         self._ids.move_to_end(key)
         while len(self._ids) > self._limit:
             self._ids.popitem(last=False)
