@@ -197,7 +197,11 @@ class Redactor:
 
     def _hits(self, data: bytes, src: str) -> frozenset[str]:
         found = _FINDER.find_matches_as_indexes(data)
-        escaped = bool(_ESCAPES.find_matches_as_indexes(data)) and bool(_SPELLING.search(data))
+        escaped = (
+            b"\\" in data  # memchr: most short lines have no backslash at all
+            and bool(_ESCAPES.find_matches_as_indexes(data))
+            and _SPELLING.search(data) is not None
+        )
         if not found and not escaped:
             return _NO_HITS
         names = {_NAMES[i] for i, _start, _end in found if src == "client" or i not in _CLIENT_ONLY}
