@@ -43,8 +43,7 @@ def output_dir(target: str | os.PathLike[str], *, private: bool = True) -> Path:
     exists and is not a directory is refused.
     """
     path = Path(target)
-    if path.exists() and not path.is_dir():
-        raise OutputError(f"{path}: expected a directory for the output, found a file")
+    check_directory_target(path)
     missing = [p for p in (path, *path.parents) if not p.exists()]
     try:
         for folder in reversed(missing):
@@ -57,6 +56,22 @@ def output_dir(target: str | os.PathLike[str], *, private: bool = True) -> Path:
     if not path.is_dir():
         raise OutputError(f"{path}: expected a directory for the output")
     return path
+
+
+def check_directory_target(target: str | os.PathLike[str]) -> None:
+    """Refuse, before any work, a `-o` for a directory that names something else (a file)."""
+    path = Path(target)
+    if path.exists() and not path.is_dir():
+        raise OutputError(f"{path}: expected a directory for the output, found a file")
+
+
+def check_file_target(target: str | os.PathLike[str]) -> None:
+    """Refuse, before any work, a `-o` for a file that names a directory (or ends in `/`), a
+    device or FIFO, or whose directory does not exist."""
+    _check_file_target(os.fspath(target))
+    folder = Path(target).parent
+    if not folder.is_dir():
+        raise OutputError(f"{target}: the directory {folder} does not exist")
 
 
 def write_file(target: str | os.PathLike[str], data: bytes | str, *, private: bool = True) -> Path:
@@ -76,10 +91,8 @@ def replacing(target: str | os.PathLike[str], *, private: bool = True) -> Iterat
     """A temporary path beside `target` for a library to write (a figure, a Parquet file);
     on success it gets its mode and is renamed over `target`, on failure it is removed."""
     path = Path(target)
-    _check_file_target(os.fspath(target))
+    check_file_target(target)
     folder = path.parent
-    if not folder.is_dir():
-        raise OutputError(f"{path}: the directory {folder} does not exist")
     try:
         fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
     except OSError as exc:

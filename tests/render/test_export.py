@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from acp_trace import analyze
 from acp_trace.cli import app, main
-from acp_trace.errors import UsageError
+from acp_trace.errors import OutputError, UsageError
 from acp_trace.render.export import json_nested, portable, write_export
 from acp_trace.render.perfetto import GAP_FALLBACK, GAP_MARKER, trace_events
 from tracebuilder import TraceBuilder
@@ -144,7 +144,7 @@ def test_tables_need_a_directory(tmp_path: Path) -> None:
     """Parquet and CSV refuse an output that is an existing file; unknown formats are refused."""
     a = analyze(sample(tmp_path / "t.jsonl"))
     (tmp_path / "file").write_text("x")
-    with pytest.raises(UsageError, match="writes a directory"):
+    with pytest.raises(OutputError, match="expected a directory for the output, found a file"):
         write_export(a, "parquet", tmp_path / "file")
     with pytest.raises(UsageError, match="expected one of parquet, csv, perfetto"):
         write_export(a, "xlsx", tmp_path / "x")
@@ -337,4 +337,7 @@ def test_cli_export_writes_and_reports(
     with pytest.raises(SystemExit) as exit_info:
         main()
     assert exit_info.value.code == 2
-    assert "--format xlsx: expected one of parquet, csv, perfetto" in capsys.readouterr().err
+    assert capsys.readouterr().err == (
+        "acp-trace: export: Invalid value for '--format' / '-f': 'xlsx' is not one of "
+        "'parquet', 'csv', 'perfetto'; see `acp-trace export --help`\n"
+    )
