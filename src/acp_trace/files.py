@@ -43,7 +43,7 @@ def output_dir(target: str | os.PathLike[str], *, private: bool = True) -> Path:
     exists and is not a directory is refused.
     """
     path = Path(target)
-    check_directory_target(path)
+    check_directory_target(target)
     missing = [p for p in (path, *path.parents) if not p.exists()]
     try:
         for folder in reversed(missing):
@@ -62,7 +62,7 @@ def check_directory_target(target: str | os.PathLike[str]) -> None:
     """Refuse, before any work, a `-o` for a directory that names something else (a file)."""
     path = Path(target)
     if path.exists() and not path.is_dir():
-        raise OutputError(f"{path}: expected a directory for the output, found a file")
+        raise OutputError(f"{os.fspath(target)}: expected a directory for the output, found a file")
 
 
 def check_file_target(target: str | os.PathLike[str]) -> None:
@@ -70,6 +70,8 @@ def check_file_target(target: str | os.PathLike[str]) -> None:
     device or FIFO, or whose directory does not exist."""
     _check_file_target(os.fspath(target))
     folder = Path(target).parent
+    if folder.exists() and not folder.is_dir():
+        raise OutputError(f"{target}: {folder} is a file, not a directory")
     if not folder.is_dir():
         raise OutputError(f"{target}: the directory {folder} does not exist")
 
@@ -113,7 +115,7 @@ def replacing(target: str | os.PathLike[str], *, private: bool = True) -> Iterat
 def _check_file_target(path: str) -> None:
     if path.endswith(("/", os.sep)):
         raise OutputError(f"{path}: expected a file name for the output, found a directory name")
-    with suppress(FileNotFoundError):
+    with suppress(FileNotFoundError, NotADirectoryError):
         mode = os.lstat(path).st_mode
         if stat.S_ISDIR(mode):
             raise OutputError(f"{path}: expected a file for the output, found a directory")

@@ -168,7 +168,10 @@ def test_check_exit_zero_without_errors(
             "acp-trace: summary: Invalid value for '--from': 'yaml' is not one of 'acp-trace', "
             "'jsonrpc', 'zed', 'conductor', 'inspector'; see `acp-trace summary --help`\n",
         ),
-        (["replays"], "acp-trace: replays: Missing argument 'TRACE'; see `acp-trace replays --help`"),
+        (
+            ["replays"],
+            "acp-trace: replays: Missing argument 'TRACE'; see `acp-trace replays --help`",
+        ),
         (["nosuch"], "acp-trace: No such command 'nosuch'; see `acp-trace --help`\n"),
         (["summary", "garbage.txt"], "acp-trace: garbage.txt:"),
     ],
@@ -237,3 +240,26 @@ def test_a_stray_file_is_skipped_with_a_warning(
         "a known format (jsonrpc, zed, conductor, inspector), found text that is not JSON "
         "('agent started') at the start"
     ]
+
+
+def test_summary_of_a_damaged_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """summary says how many records were lost in how many gaps, what the tap dropped, the
+    malformed lines, and lists the files skipped (golden summary-damaged.txt)."""
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    b = TraceBuilder(agent="demo-agent", version="9.9")
+    b.request("session/prompt", {"sessionId": "s1", "prompt": []})
+    b.seq += 11  # eleven records lost in one gap
+    b.update("s1", "agent_message_chunk")
+    b.event("dropped", count=3)
+    b.lines.append(b'{"seq": 99, "t_ns": 1, "src": "agent", "msg": {broken')
+    b.write(folder / "a.jsonl")
+    (folder / "agent.log").write_text("agent started\n")
+    (folder / "empty.jsonl").write_text("")
+    code, out = run(["summary", "traces"], tmp_path, monkeypatch, capsys)
+    golden = GOLDEN / "summary-damaged.txt"
+    if os.environ.get("UPDATE_GOLDEN"):
+        golden.write_text(out)
+    assert code == 0 and out == golden.read_text()

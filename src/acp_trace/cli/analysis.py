@@ -114,7 +114,7 @@ def require_session(tl: pl.DataFrame, session: str) -> None:
 
     known = tl["session"].drop_nulls().unique(maintain_order=True).to_list()
     if session not in known:
-        raise no_match("--session", session, "session", known)
+        raise no_match("--session", session, "sessions of these traces", known)
 
 
 @app.command()

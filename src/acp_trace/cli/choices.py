@@ -16,15 +16,8 @@ def listing(choices: Sequence[str]) -> str:
     return shown + (f" and {more} more" if more > 0 else "")
 
 
-def no_match(
-    option: str, value: str, noun: str, choices: Sequence[str], where: str = ""
-) -> UsageError:
-    """`--session X: no session X in these traces; the sessions are a, b` (or: there is none)."""
-    place = where or "in these traces"
+def no_match(option: str, value: str, among: str, choices: Sequence[str]) -> UsageError:
+    """`--session X: not among the replaying sessions (a, b)`, or that there are none."""
     if not choices:
-        return UsageError(f"{option} {value}: no {noun} {value} {place}, and no {noun} at all")
-    nouns = noun + "s" if len(choices) != 1 else noun
-    are = "are" if len(choices) != 1 else "is"
-    return UsageError(
-        f"{option} {value}: no {noun} {value} {place}; the {nouns} {are} {listing(choices)}"
-    )
+        return UsageError(f"{option} {value}: there are no {among}")
+    return UsageError(f"{option} {value}: not among the {among} ({listing(choices)})")

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 def report(
     traces: Traces,
     output: Annotated[
-        Path, typer.Option("-o", "--output", metavar="DIR", help="The report's directory.")
+        str, typer.Option("-o", "--output", metavar="DIR", help="The report's directory.")
     ],
     marker_meta: MarkerMeta = None,
     source_format: From = None,
@@ -48,7 +48,7 @@ Kind = Literal["gap", "replay", "latency"]
 def plot(
     traces: Traces,
     output: Annotated[
-        Path,
+        str,  # not a Path: a trailing / says "a directory"
         typer.Option(
             "-o", "--output", metavar="FILE", help="FILE.png or FILE.svg; DIR/ writes DIR/KIND.png."
         ),
@@ -81,7 +81,7 @@ def plot(
     emit(f"wrote {path}\n")
 
 
-def chart_target(output: Path | str, kind: str) -> Path:
+def chart_target(output: str, kind: str) -> Path:
     """The chart's file: `output`, or DIR/KIND.png when `output` is a directory (or ends in
     `/`); checked (suffix, kind of path, its directory) before anything is read."""
     from acp_trace.files import check_file_target, output_dir, wants_directory
@@ -115,11 +115,11 @@ def require_timestamps(a: Analysis, kind: str, pick: Pick) -> None:
         return
     windows = [w for w in a.facts.windows if w.replaying]
     one_by_one = (
-        ("--trace", pick.trace, Pick(trace=pick.trace), "trace with a replay",
+        ("--trace", pick.trace, Pick(trace=pick.trace), "traces with a replay",
          [w.trace for w in windows]),
-        ("--session", pick.session, Pick(session=pick.session), "replaying session",
+        ("--session", pick.session, Pick(session=pick.session), "replaying sessions",
          [s for w in windows for s in w.sessions]),
-        ("--request", pick.request, Pick(request=pick.request), "replaying request id",
+        ("--request", pick.request, Pick(request=pick.request), "replaying request ids",
          [str(w.request_id) for w in windows]),
     )  # fmt: skip
     for option, value, alone, noun, known in one_by_one:
@@ -141,7 +141,7 @@ def require_timestamps(a: Analysis, kind: str, pick: Pick) -> None:
 def export(
     traces: Traces,
     output: Annotated[
-        Path,
+        str,  # not a Path: a trailing / says "a directory"
         typer.Option(
             "-o",
             "--output",

@@ -6,25 +6,30 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Literal
+from typing import IO, TYPE_CHECKING, Literal
 
 import typer
-from rich.console import Console
 
 from acp_trace.render.escape import json_safe, terminal, terminal_lines
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # rich loads when a command prints (`record` never pays for it)
     import polars as pl
-    from rich.console import RenderableType
+    from rich.console import Console, RenderableType
 
-Kind = Literal["text", "json", "data"]
+Kind = Literal["text", "json", "data", "styled"]
 PROGRESS_FROM = 20  # traces: fewer read in a moment, with no bar
 
 
 def stdout_console() -> Console:
     """A console on stdout: its width is the terminal's (COLUMNS when set; 80 when stdout,
     stdin and stderr are no terminal); colour only on a terminal and without NO_COLOR."""
-    return Console(file=sys.stdout, markup=False, emoji=False, highlight=False)
+    return _console(sys.stdout)
+
+
+def _console(file: IO[str]) -> Console:
+    from rich.console import Console
+
+    return Console(file=file, markup=False, emoji=False, highlight=False)
 
 
 def width() -> int:
@@ -40,12 +45,13 @@ def colour() -> bool:
 
 def emit(text: str, kind: Kind = "text") -> None:
     """Write one output to stdout. `text` output is escaped for the terminal (the renderers
-    escape each value already: this is the last line of defence); JSON gets JSON escapes for
-    the characters a terminal acts on (same value); `data` (CSV, XML) is written as it is,
-    except onto a terminal, where it is escaped like text."""
+    escape each value already: this is the last line of defence); `styled` is text with the
+    ANSI colours of a rich rendering, whose cells are escaped already; JSON gets JSON escapes
+    for the characters a terminal acts on (same value); `data` (CSV, XML) is written as it
+    is, except onto a terminal, where it is escaped like text."""
     if kind == "json":
         text = json_safe(text)
-    elif kind == "text" or sys.stdout.isatty():
+    elif kind == "text" or (kind == "data" and sys.stdout.isatty()):
         text = terminal_lines(text)
     sys.stdout.write(text)
     sys.stdout.flush()
@@ -55,7 +61,10 @@ def emit_table(renderable: RenderableType, *, fit: bool = True) -> None:
     """Render a rich table (or group) at the terminal's width (`fit`) or as wide as it is."""
     from acp_trace.render.report.tables import to_text
 
-    emit(to_text(renderable, width() if fit else None, color=colour()))
+    styled = colour()
+    emit(
+        to_text(renderable, width() if fit else None, color=styled), "styled" if styled else "text"
+    )
 
 
 def warn(message: str) -> None:
@@ -75,7 +84,7 @@ def warn_skipped(records: pl.DataFrame) -> None:
 def progress_bar(label: str) -> Iterator[Callable[[int, int], None] | None]:
     """A progress callback (done, total) drawn as a rich bar on stderr, from PROGRESS_FROM
     traces on and only when stderr is a terminal; None otherwise. The bar is gone after."""
-    console = Console(file=sys.stderr)
+    console = _console(sys.stderr)
     if not console.is_terminal:
         yield None
         return
@@ -101,7 +110,7 @@ def progress_bar(label: str) -> Iterator[Callable[[int, int], None] | None]:
 @contextmanager
 def step(what: str) -> Iterator[None]:
     """A spinner on stderr while a long step runs (only on a terminal)."""
-    console = Console(file=sys.stderr)
+    console = _console(sys.stderr)
     if not console.is_terminal:
         yield
         return
@@ -113,7 +122,7 @@ def step(what: str) -> Iterator[None]:
 def steps(label: str) -> Iterator[Callable[[int, int, str], None]]:
     """A progress callback (done, total, what comes next) for a run of steps: a rich bar on
     stderr on a terminal, else one line per step on stderr (`label: what`)."""
-    console = Console(file=sys.stderr)
+    console = _console(sys.stderr)
     if not console.is_terminal:
 
         def line(done: int, total: int, what: str) -> None:
