@@ -81,3 +81,16 @@ def test_loading_the_cli_loads_no_table_or_analysis_library() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_choices_offered_are_the_analysis_ones() -> None:
+    """--by and --min-severity offer exactly what the analysis accepts."""
+    from typing import get_type_hints
+
+    from acp_trace.analysis import checks, latency
+    from acp_trace.cli import analysis
+
+    by = get_type_hints(analysis.latency, include_extras=True)["by"]
+    severity = get_type_hints(analysis.check, include_extras=True)["min_severity"]
+    assert set(get_args(get_args(by)[0])) == set(latency.GROUPS)
+    assert set(get_args(get_args(severity)[0])) == set(checks.SEVERITIES)

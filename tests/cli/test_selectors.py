@@ -122,3 +122,11 @@ def test_a_trace_without_replays_says_there_are_none(cli: Cli, tmp_path: Path) -
     b.write(tmp_path / "p.jsonl")
     result = cli("plot", "p.jsonl", "--kind", "replay", "-o", "r.png", "--session", "s")
     assert result.err == "acp-trace: --session s: there are no replaying sessions\n"
+
+
+def test_replays_of_a_trace_without_timestamps_says_so(cli: Cli, trace: Path) -> None:
+    """The replays table of an ordering-only trace says why its times are `-`."""
+    _untimed(trace, trace.parent / "u.jsonl")
+    out = cli("replays", "u.jsonl").out
+    assert "1 trace without timestamps (ordering-only): times show as -" in out
+    assert "without timestamps" not in cli("replays", "t.jsonl").out

@@ -139,3 +139,16 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(cli: Cli, tmp_path: P
     assert ANSI.search(_on_a_terminal(["replays", str(trace)], 120, {}))
     assert not ANSI.search(_on_a_terminal(["replays", str(trace)], 120, {"NO_COLOR": "1"}))
     assert not ANSI.search(cli("replays", "t.jsonl").out)
+
+
+def test_reading_many_traces_shows_a_progress_bar_on_a_terminal_only(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """25 traces on a terminal: a `reading: ... N/25 traces` bar on stderr; none in a pipe."""
+    folder = tmp_path / "many"
+    folder.mkdir()
+    for n in range(25):
+        slow_and_fast(folder / f"t{n:02}.jsonl")
+    shown = ANSI.sub("", _on_a_terminal(["summary", str(folder)], 120, {}))
+    assert re.search(r"reading:.*\d+/25 traces", shown)
+    assert "reading" not in cli("summary", "many").err

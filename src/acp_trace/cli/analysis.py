@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from acp_trace.cli.app import Format, From, MarkerMeta, Traces, analyze_paths, app
-from acp_trace.cli.terminal import emit, emit_table, width
+from acp_trace.cli.terminal import Kind, emit, emit_table, width
 
 if TYPE_CHECKING:
     import polars as pl
@@ -52,10 +52,17 @@ def replays(
 
     a = analyze_paths(traces, marker_meta, source_format)
     if fmt == "table":
+        from acp_trace.render.plots._common import untimed_traces
+
         chosen = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
-        emit_table(replays_table(a.replays, chosen, wide=wide, width=width()), fit=not wide)
+        untimed = untimed_traces(a.timeline)
+        view = replays_table(a.replays, chosen, wide=wide, width=width(), untimed=untimed)
+        emit_table(view, fit=not wide)
     else:
         emit(frame(a.replays, fmt), "json" if fmt == "json" else "data")
+
+
+CHECK_KINDS: dict[str, Kind] = {"text": "text", "json": "json", "junit": "data"}
 
 
 @app.command()
@@ -80,8 +87,7 @@ def check(
 
     a = analyze_paths(traces, marker_meta, source_format)
     findings = a.findings(rule, min_severity)
-    kind = {"text": "text", "json": "json", "junit": "data"}[fmt]
-    emit(render.check_output(a, findings, fmt), kind)  # type: ignore[arg-type]
+    emit(render.check_output(a, findings, fmt), CHECK_KINDS[fmt])
     if findings.filter(findings["severity"] == "error").height:
         raise typer.Exit(1)
 

@@ -95,28 +95,44 @@ def table(
 
 
 def _natural(values: list[str], header: str) -> int:
-    """The width a column wants: its longest cell, or its header's longest word."""
+    """The least width a column wants: its longest cell, or its header's longest word."""
     return max([len(v) for v in values] + [len(w) for w in header.split()] + [1])
 
 
 def _fold_widths(
     cells: dict[str, list[str]], labels: dict[str, str], fold: list[str], width: int | None
 ) -> dict[str, int]:
-    """Widths for the fold columns so that the table fits `width`: the room left by the other
-    columns, shared in proportion to what each fold column lacks, none under FOLD_MIN."""
-    natural = {name: _natural(values, labels[name]) for name, values in cells.items()}
+    """Column widths that fit `width`, or {} when the table fits as it is. The other columns
+    keep their longest cell (their headers wrap at spaces); the fold columns share the room
+    left, in proportion to what each lacks, none under FOLD_MIN while there is room."""
     room = (width or UNLIMITED) - 2 * (len(cells) - 1)
-    room -= sum(w for name, w in natural.items() if name not in fold)
+    whole = sum(max([len(labels[n])] + [len(v) for v in values]) for n, values in cells.items())
+    if whole <= room:
+        return {}
+    natural = {name: _natural(values, labels[name]) for name, values in cells.items()}
+    fixed = {name: w for name, w in natural.items() if name not in fold}
+    room -= sum(fixed.values())
     wanted = {name: natural[name] for name in fold}
     if sum(wanted.values()) <= room:
-        return {}
+        return {**fixed, **_spread(wanted, room)}
     floor = {name: min(w, FOLD_MIN) for name, w in wanted.items()}
     spare = room - sum(floor.values())
     if spare < 0:  # narrower than readable: the same share each, down to a few characters
         share = max(FOLD_LEAST, room // max(1, len(fold)))
-        return {name: min(w, share) for name, w in wanted.items()}
+        return {**fixed, **{name: min(w, share) for name, w in wanted.items()}}
     lacking = sum(wanted[n] - floor[n] for n in fold)
-    return {n: floor[n] + (spare * (wanted[n] - floor[n])) // lacking for n in fold}
+    shares = {n: floor[n] + (spare * (wanted[n] - floor[n])) // lacking for n in fold}
+    return {**fixed, **_spread(shares, room)}
+
+
+def _spread(wanted: dict[str, int], room: int) -> dict[str, int]:
+    """The fold columns' widths with what is left of `room` (rounding, or a header that wants
+    more than the cells) given to the first of them."""
+    widths = dict(wanted)
+    if widths:
+        first = next(iter(widths))
+        widths[first] += room - sum(widths.values())
+    return widths
 
 
 def _styled(name: str, value: Any) -> Text:
@@ -190,9 +206,11 @@ def replays_table(
     *,
     wide: bool = False,
     width: int | None = None,
+    untimed: Sequence[str] = (),
 ) -> RenderableType:
     """`acp-trace replays` as a person reads it: the table (see `replays_view` and
-    `replay_columns`), then what the rows are and what the gap is."""
+    `replay_columns`), then what the rows are, what the gap is, and which traces have no
+    timestamps (`untimed`, the ordering-only ones among them)."""
     from rich.console import Group
 
     view = replays_view(replays)
@@ -211,6 +229,11 @@ def replays_table(
         + ", slowest response first."
     )
     notes = [about]
+    if untimed:
+        notes.append(
+            f"{plural(len(untimed), 'trace')} without timestamps (ordering-only): "
+            "times show as -, outcomes and counts stand."
+        )
     if "gap_ms" in shown:
         notes.append(
             "gap ms: from the replay_complete marker to the response; without a marker, "
