@@ -126,27 +126,29 @@ def build_outputs(
     return DemoOutputs(text, files)
 
 
+DEMO_COLUMNS = (
+    "trace",
+    "session",
+    "request_id",
+    "outcome",
+    "history_updates",
+    "gap_ms",
+    "response_ms",
+)
+
+
 def summary_text(a: Analysis | list[Path], width: int | None = None) -> str:
-    """Replay outcomes and timings, then findings, as plain text tables."""
+    """Replay outcomes and timings (slowest first, as `acp-trace replays` shows them), then
+    the findings, as text tables fitted to `width`."""
     from acp_trace.analysis import analyze
     from acp_trace.render.report import format_table
+    from acp_trace.render.report.tables import replays_table, to_text
 
     if not isinstance(a, Analysis):
         a = analyze(a)
-    short = pl.col("trace").str.split("/").list.last()
-    table = a.replays.with_columns(short)
-    columns = [
-        "trace",
-        "session",
-        "request_id",
-        "outcome",
-        "history_updates",
-        "last_history_to_response_ms",
-        "marker_to_response_ms",
-    ]
-    findings = a.findings().with_columns(short)
-    out = ["Replays (one row per replaying request and session):\n"]
-    out.append(format_table(table, columns, width))
+    replays = replays_table(a.replays, DEMO_COLUMNS, width=width)
+    findings = a.findings().with_columns(pl.col("trace").str.split("/").list.last())
+    out = ["Replays (one row per replaying request and session):\n", to_text(replays, width)]
     out.append(f"\nFindings ({findings.height}):\n")
     if findings.height:
         out.append(format_table(findings, ["rule", "severity", "trace", "session", "seq"], width))

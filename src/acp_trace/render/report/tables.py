@@ -26,8 +26,7 @@ from acp_trace.render.escape import terminal
 # A header rule of `-` and no other lines: pastes into an issue or a commit message as it is.
 RULE = box.Box("    \n    \n -- \n    \n    \n    \n    \n    \n", ascii=True)
 UNLIMITED = 100_000  # the width of a table that is not fitted to a terminal
-FOLD_MIN = 12  # a wrapping column gets this much before the others get more
-FOLD_LEAST = 4  # and never less than this
+FOLD_LEAST = 4  # the narrowest a wrapping column gets
 OUTCOME_STYLES = {
     "complete": "green",
     "v1_loaded": "green",
@@ -104,34 +103,25 @@ def _fold_widths(
 ) -> dict[str, int]:
     """Column widths that fit `width`, or {} when the table fits as it is. The other columns
     keep their longest cell (their headers wrap at spaces); the fold columns share the room
-    left, in proportion to what each lacks, none under FOLD_MIN while there is room."""
+    left: the shorter ones whole, the longer ones an equal share each (water filling)."""
     room = (width or UNLIMITED) - 2 * (len(cells) - 1)
     whole = sum(max([len(labels[n])] + [len(v) for v in values]) for n, values in cells.items())
     if whole <= room:
         return {}
     natural = {name: _natural(values, labels[name]) for name, values in cells.items()}
-    fixed = {name: w for name, w in natural.items() if name not in fold}
-    room -= sum(fixed.values())
-    wanted = {name: natural[name] for name in fold}
-    if sum(wanted.values()) <= room:
-        return {**fixed, **_spread(wanted, room)}
-    floor = {name: min(w, FOLD_MIN) for name, w in wanted.items()}
-    spare = room - sum(floor.values())
-    if spare < 0:  # narrower than readable: the same share each, down to a few characters
-        share = max(FOLD_LEAST, room // max(1, len(fold)))
-        return {**fixed, **{name: min(w, share) for name, w in wanted.items()}}
-    lacking = sum(wanted[n] - floor[n] for n in fold)
-    shares = {n: floor[n] + (spare * (wanted[n] - floor[n])) // lacking for n in fold}
-    return {**fixed, **_spread(shares, room)}
-
-
-def _spread(wanted: dict[str, int], room: int) -> dict[str, int]:
-    """The fold columns' widths with what is left of `room` (rounding, or a header that wants
-    more than the cells) given to the first of them."""
-    widths = dict(wanted)
-    if widths:
-        first = next(iter(widths))
-        widths[first] += room - sum(widths.values())
+    widths = {name: w for name, w in natural.items() if name not in fold}
+    room -= sum(widths.values())
+    left = sorted(fold, key=lambda name: natural[name])
+    while left:
+        share = max(FOLD_LEAST, room // len(left))
+        if natural[left[0]] <= share:
+            widths[left[0]] = natural[left[0]]
+            room -= natural[left[0]]
+            left.pop(0)
+            continue
+        widths.update({name: share for name in left})
+        widths[left[-1]] += max(0, room - share * len(left))  # the rounding, to the longest
+        break
     return widths
 
 
