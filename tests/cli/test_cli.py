@@ -263,3 +263,16 @@ def test_summary_of_a_damaged_folder(
     if os.environ.get("UPDATE_GOLDEN"):
         golden.write_text(out)
     assert code == 0 and out == golden.read_text()
+
+
+def test_debug_adds_the_traceback_to_the_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--debug prints the traceback, then the same one line; exit 2 either way."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["acp-trace", "--debug", "summary", "missing.jsonl"])
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and err.startswith("Traceback")
+    assert err.endswith("acp-trace: missing.jsonl: no such file or directory\n")

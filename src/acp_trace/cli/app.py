@@ -135,15 +135,15 @@ def main() -> None:
         message = usage_message(exc)
         if message is None:
             raise
-        code = _fail(message)
+        code = _fail(message, getattr(exc, "exit_code", 2))
     sys.exit(code if isinstance(code, int) else 0)
 
 
-def _fail(message: str) -> int:
+def _fail(message: str, code: int = 2) -> int:
     from acp_trace.render.escape import terminal
 
     if _DEBUG["on"]:
         traceback.print_exc()
     if message:
         sys.stderr.write(f"acp-trace: {terminal(message)}\n")
-    return 2
+    return code

@@ -158,7 +158,7 @@ def usage_message(exc: BaseException) -> str | None:
     """A usage error of typer (unknown option, bad value, missing argument) as one line:
     `COMMAND: what was wrong; see acp-trace COMMAND --help`. None for any other exception;
     '' when typer already printed the help (no arguments at all)."""
-    if not isinstance(exc, typer.TyperException) or exc.exit_code != 2:
+    if not isinstance(exc, typer.TyperException):
         return None
     if type(exc).__name__ == "NoArgsIsHelpError":
         return ""
