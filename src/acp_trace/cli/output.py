@@ -76,7 +76,7 @@ def plot(
     target = chart_target(output, kind)
     a = analyze_paths(traces, marker_meta, source_format)
     pick = plots.Pick(session=session, request=request, trace=trace)
-    require_timestamps(a, kind, pick)
+    require_drawable(a, kind, pick)
     path = plots.save(plots.figure(a, kind, session=session, request=request, trace=trace), target)
     emit(f"wrote {path}\n")
 
@@ -96,7 +96,7 @@ def chart_target(output: str, kind: str) -> Path:
     return target
 
 
-def require_timestamps(a: Analysis, kind: str, pick: Pick) -> None:
+def require_drawable(a: Analysis, kind: str, pick: Pick) -> None:
     """UsageError when the chart would be empty for want of input: no trace has timestamps,
     or the replay chosen matches nothing (the choices are named) or has no timestamps."""
     from acp_trace.cli.choices import no_match
