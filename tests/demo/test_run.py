@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -32,12 +33,21 @@ def test_summary_names_outcomes_and_findings(tmp_path: Path) -> None:
 
 
 def test_cli_demo_keeps_traces_in_the_given_folder(tmp_path: Path) -> None:
-    """`acp-trace demo -o DIR` leaves one trace per scenario, prints the analysis, writes the report."""
+    """`acp-trace demo -o DIR` says each step on stderr as it goes, leaves one trace per
+    scenario, prints the analysis and writes the report."""
     cmd = [sys.executable, "-m", "acp_trace", "demo", "-o", str(tmp_path)]
-    done = subprocess.run(cmd, capture_output=True, timeout=120, check=False, text=True)
+    env = {**os.environ, "COLUMNS": "200"}
+    done = subprocess.run(cmd, capture_output=True, timeout=120, check=False, text=True, env=env)
     assert done.returncode == 0, done.stderr
     names = sorted(p.name for p in tmp_path.glob("demo-*.jsonl"))
     assert names == sorted(f"demo-{s.name}.jsonl" for s in demo.SCENARIOS)
     assert "load-updates-after-response" in done.stdout
     assert (tmp_path / "report" / "report.html").exists()
     assert f"Report: {tmp_path / 'report' / 'report.html'}" in done.stdout
+    progress = done.stderr.splitlines()
+    assert progress == [
+        *(f"demo: recording {s.name}: {s.says}" for s in demo.SCENARIOS),
+        f"demo: recorded {len(demo.SCENARIOS)} traces in {tmp_path}",
+        f"demo: analyzing {len(demo.SCENARIOS)} traces",
+        f"demo: writing the report into {tmp_path / 'report'}",
+    ]

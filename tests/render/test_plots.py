@@ -393,6 +393,7 @@ def test_charts_are_legible_and_show_no_message_text(tmp_path: Path, kind: str) 
 def test_save_writes_png_and_svg_and_refuses_other_suffixes(tmp_path: Path) -> None:
     """save writes a 1200 px wide PNG or an SVG; any other suffix is a usage error."""
     fig = plots.gap(analyze(gap_trace(tmp_path / "t.jsonl", [10, 20])))
+    (tmp_path / "out").mkdir()  # save never creates directories (acp_trace.files)
     png = plots.save(fig, tmp_path / "out" / "gap.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     assert int.from_bytes(png[16:20], "big") == 1200

@@ -1,91 +1,168 @@
-"""The commands that write files: report, plot, export."""
+"""The commands that write files: report, plot, export. Every path is checked before the
+traces are read (a wrong kind of `-o` costs no analysis) and written by `acp_trace.files`."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from acp_trace.cli.app import (
-    From,
-    MarkerMeta,
-    Traces,
-    app,
-    progress_bar,
-)
+from acp_trace.cli.app import From, MarkerMeta, Traces, analyze_paths, app
+from acp_trace.cli.terminal import emit, step
+from acp_trace.errors import UsageError
+
+if TYPE_CHECKING:
+    from acp_trace.analysis import Analysis
+    from acp_trace.render.plots import Pick
 
 
 @app.command()
 def report(
     traces: Traces,
-    output: Annotated[Path, typer.Option("-o", "--output", help="The report's directory.")],
+    output: Annotated[
+        str, typer.Option("-o", "--output", metavar="DIR", help="The report's directory.")
+    ],
     marker_meta: MarkerMeta = None,
     source_format: From = None,
 ) -> None:
     """Write a bug report: report.md for an issue, report.html, and the charts beside them."""
     import shlex
 
-    from acp_trace.render.report.bundle import report as write_report
+    from acp_trace.files import check_directory_target
+    from acp_trace.render.report.bundle import write_report
 
+    check_directory_target(output)
+    a = analyze_paths(traces, marker_meta, source_format)
     command = shlex.join(["acp-trace", *sys.argv[1:]])
-    files = write_report(
-        traces,
-        output,
-        command=command,
-        marker_meta=marker_meta,
-        fmt=source_format,
-        progress=progress_bar("reading"),
-    )
-    typer.echo(f"wrote {files.markdown}, {files.html} and {len(files.charts)} charts")
+    with step("writing the report (charts, report.md, report.html)"):
+        files = write_report(a, output, command=command)
+    emit(f"wrote {files.markdown}, {files.html} and {len(files.charts)} charts\n")
+
+
+Kind = Literal["gap", "replay", "latency"]
 
 
 @app.command()
 def plot(
     traces: Traces,
-    output: Annotated[Path, typer.Option("-o", "--output", help="FILE.png or FILE.svg.")],
-    kind: Annotated[str, typer.Option("--kind", help="gap, replay or latency.")] = "gap",
-    session: Annotated[str | None, typer.Option(help="replay: this session's replay.")] = None,
-    request: Annotated[str | None, typer.Option(help="replay: the request with this id.")] = None,
-    trace: Annotated[str | None, typer.Option(help="replay: in this trace (path or name).")] = None,
+    output: Annotated[
+        str,  # not a Path: a trailing / says "a directory"
+        typer.Option(
+            "-o", "--output", metavar="FILE", help="FILE.png or FILE.svg; DIR/ writes DIR/KIND.png."
+        ),
+    ],
+    kind: Annotated[Kind, typer.Option("--kind", help="Which chart.")] = "gap",
+    session: Annotated[
+        str | None, typer.Option(metavar="ID", help="replay: this session's replay.")
+    ] = None,
+    request: Annotated[
+        str | None, typer.Option(metavar="ID", help="replay: the request with this id.")
+    ] = None,
+    trace: Annotated[
+        str | None, typer.Option(metavar="TRACE", help="replay: in this trace (path or name).")
+    ] = None,
     marker_meta: MarkerMeta = None,
     source_format: From = None,
 ) -> None:
     """Draw a chart: the replay gap distribution, one replay's timeline, or latency."""
-    from acp_trace.render.plots import plot as draw
+    from acp_trace.render import plots
 
-    path = draw(
-        traces,
-        output,
-        kind,
-        session=session,
-        request=request,
-        trace=trace,
-        marker_meta=marker_meta,
-        fmt=source_format,
-        progress=progress_bar("reading"),
-    )
-    typer.echo(f"wrote {path}")
+    if kind != "replay" and any(v is not None for v in (session, request, trace)):
+        raise UsageError(
+            f"--session, --request and --trace choose a replay: use --kind replay, not {kind}"
+        )
+    target = chart_target(output, kind)
+    a = analyze_paths(traces, marker_meta, source_format)
+    pick = plots.Pick(session=session, request=request, trace=trace)
+    require_drawable(a, kind, pick)
+    path = plots.save(plots.figure(a, kind, session=session, request=request, trace=trace), target)
+    emit(f"wrote {path}\n")
+
+
+def chart_target(output: str, kind: str) -> Path:
+    """The chart's file: `output`, or DIR/KIND.png when `output` is a directory (or ends in
+    `/`); checked (suffix, kind of path, its directory) before anything is read."""
+    from acp_trace.files import check_file_target, output_dir, wants_directory
+    from acp_trace.render.plots import SUFFIXES
+
+    if wants_directory(output):
+        return output_dir(output, private=False) / f"{kind}.png"
+    target = Path(output)
+    if target.suffix.lower() not in SUFFIXES:
+        raise UsageError(f"-o {target}: expected a file name ending in .png or .svg")
+    check_file_target(target)
+    return target
+
+
+def require_drawable(a: Analysis, kind: str, pick: Pick) -> None:
+    """UsageError when the chart would be empty for want of input: no trace has timestamps,
+    or the replay chosen matches nothing (the choices are named) or has no timestamps."""
+    from acp_trace.cli.choices import no_match
+    from acp_trace.render.plots import Pick
+    from acp_trace.render.plots._common import untimed_traces
+
+    untimed = set(untimed_traces(a.timeline))
+    traces = a.timeline["trace"].unique(maintain_order=True).to_list()
+    if traces and all(t in untimed for t in traces):
+        names = ", ".join(traces[:3]) + (", ..." if len(traces) > 3 else "")
+        raise UsageError(
+            f"{names}: no timestamps (ordering-only), so no chart; "
+            "replays, check and timeline still apply"
+        )
+    if kind != "replay" or not pick.chosen:
+        return
+    windows = [w for w in a.facts.windows if w.replaying]
+    one_by_one = (
+        ("--trace", pick.trace, Pick(trace=pick.trace), "traces with a replay",
+         [w.trace for w in windows]),
+        ("--session", pick.session, Pick(session=pick.session), "replaying sessions",
+         [s for w in windows for s in w.sessions]),
+        ("--request", pick.request, Pick(request=pick.request), "replaying request ids",
+         [str(w.request_id) for w in windows]),
+    )  # fmt: skip
+    for option, value, alone, noun, known in one_by_one:
+        if value is not None and not any(alone.matches(w) for w in windows):
+            raise no_match(option, value, noun, list(dict.fromkeys(known)))
+    matching = [w for w in windows if pick.matches(w)]
+    if not matching:
+        raise UsageError(
+            f"{pick.describe()}: no replay matches all of these; see acp-trace replays"
+        )
+    if all(w.trace in untimed for w in matching):
+        raise UsageError(
+            f"{pick.describe()}: the replay is in {matching[0].trace}, which has no timestamps "
+            "(ordering-only): no replay chart"
+        )
 
 
 @app.command()
 def export(
     traces: Traces,
-    output: Annotated[Path, typer.Option("-o", "--output", help="A directory, or FILE.json.")],
-    fmt: Annotated[str, typer.Option("--format", "-f", help="parquet, csv or perfetto.")],
+    output: Annotated[
+        str,  # not a Path: a trailing / says "a directory"
+        typer.Option(
+            "-o",
+            "--output",
+            metavar="PATH",
+            help="parquet, csv: a directory; perfetto: FILE.json, or DIR/ for DIR/trace.json.",
+        ),
+    ],
+    fmt: Annotated[
+        Literal["parquet", "csv", "perfetto"], typer.Option("--format", "-f", help="Format.")
+    ],
     marker_meta: MarkerMeta = None,
     source_format: From = None,
 ) -> None:
     """Export records, replays and findings (Parquet, CSV) or a Perfetto trace (JSON)."""
-    from acp_trace.render.export import export as write_export
+    from acp_trace.files import check_directory_target, check_file_target, wants_directory
+    from acp_trace.render.export import write_export
 
-    written = write_export(
-        traces,
-        fmt,
-        output,
-        marker_meta=marker_meta,
-        source_format=source_format,
-        progress=progress_bar("reading"),
-    )
-    typer.echo(f"wrote {', '.join(str(p) for p in written)}")
+    if fmt != "perfetto" or wants_directory(output):
+        check_directory_target(output)
+    else:
+        check_file_target(output)
+    a = analyze_paths(traces, marker_meta, source_format)
+    written = write_export(a, fmt, output)
+    emit(f"wrote {', '.join(str(p) for p in written)}\n")

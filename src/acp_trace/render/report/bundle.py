@@ -17,6 +17,7 @@ import polars as pl
 
 from acp_trace import __version__
 from acp_trace.analysis.latency import turn_phases
+from acp_trace.files import output_dir, write_file
 from acp_trace.render import plots
 from acp_trace.render.plots._common import untimed_traces
 from acp_trace.render.plots.latency import PHASES
@@ -82,15 +83,12 @@ def write_report(
     a: Analysis, out_dir: str | os.PathLike[str], *, command: str | None = None
 ) -> ReportFiles:
     """Write report.md, report.html and the charts of an analysis into `out_dir`."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_dir(out_dir)  # 0700 when new: the report quotes trace text
     charts = [plots.save(plots.figure(a, kind), out / name) for name, kind in CHARTS.items()]
     blocks = build_blocks(a, command)
-    markdown = out / "report.md"
-    markdown.write_text(to_markdown(blocks), encoding="utf-8")
+    markdown = write_file(out / "report.md", to_markdown(blocks))
     images = {path.name: path.read_bytes() for path in charts}
-    page = out / "report.html"
-    page.write_text(to_html(blocks, images, TITLE), encoding="utf-8")
+    page = write_file(out / "report.html", to_html(blocks, images, TITLE))
     return ReportFiles(out, markdown, page, charts)
 
 

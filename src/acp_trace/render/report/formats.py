@@ -10,14 +10,30 @@ import orjson
 import polars as pl
 
 from acp_trace.errors import UsageError
+from acp_trace.render.escape import csv_safe, json_safe
 from acp_trace.render.report.text import format_findings, format_table
 
 JSON_OPTS = orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
+# Times are taken in nanoseconds: six decimals of a millisecond hold all there is, and rounding
+# to them removes the float noise of a division (87.32291099999998 -> 87.322911).
+DECIMALS = 6
+
+
+def rounded(df: pl.DataFrame) -> pl.DataFrame:
+    """Float columns (and lists of floats) rounded to DECIMALS, for JSON and CSV."""
+    exprs = []
+    for name, dtype in df.schema.items():
+        if dtype.is_float():
+            exprs.append(pl.col(name).round(DECIMALS))
+        elif isinstance(dtype, pl.List) and dtype.inner.is_float():
+            exprs.append(pl.col(name).list.eval(pl.element().round(DECIMALS)))
+    return df.with_columns(exprs) if exprs else df
 
 
 def rows_json(df: pl.DataFrame) -> list[dict[str, Any]]:
-    """The rows of a table as JSON-ready dicts; JSON-RPC ids go back to their own type."""
-    rows = df.to_dicts()
+    """The rows of a table as JSON-ready dicts, floats rounded; JSON-RPC ids go back to their
+    own type."""
+    rows = rounded(df).to_dicts()
     if "request_id" in df.columns:
         for row in rows:
             if row["request_id"] is not None:
@@ -25,26 +41,35 @@ def rows_json(df: pl.DataFrame) -> list[dict[str, Any]]:
     return rows
 
 
-def frame(df: pl.DataFrame, fmt: str, table: str | None = None) -> str:
-    """One table as `table` (aligned text), `json` (an array of objects) or `csv`."""
+def to_json(value: Any) -> str:
+    """Indented JSON; characters a terminal would act on (C1, bidi controls) as escapes."""
+    return json_safe(orjson.dumps(value, option=JSON_OPTS).decode())
+
+
+def to_csv(df: pl.DataFrame) -> str:
+    """CSV of the flat columns: floats rounded, cells safe from formula injection."""
+    flat = df.select([c for c, t in df.schema.items() if not isinstance(t, pl.List | pl.Struct)])
+    buf = io.StringIO()
+    csv_safe(rounded(flat)).write_csv(buf)
+    return buf.getvalue()
+
+
+def frame(df: pl.DataFrame, fmt: str, width: int | None = None) -> str:
+    """One table as `table` (aligned text, fitted to `width`), `json` (an array of objects) or
+    `csv`."""
     if fmt == "table":
-        return format_table(df)
+        return format_table(df, width=width)
     if fmt == "json":
-        return orjson.dumps(rows_json(df), option=JSON_OPTS).decode()
+        return to_json(rows_json(df))
     if fmt == "csv":
-        flat = df.select(
-            [c for c, t in df.schema.items() if not isinstance(t, pl.List | pl.Struct)]
-        )
-        buf = io.StringIO()
-        flat.write_csv(buf)
-        return buf.getvalue()
+        return to_csv(df)
     raise UsageError(f"--format {fmt}: expected table, json or csv")
 
 
 def frames(tables: dict[str, pl.DataFrame], fmt: str) -> str:
     """Several tables: one JSON object keyed by name, or CSV sections with a `# name` line."""
     if fmt == "json":
-        return orjson.dumps({k: rows_json(v) for k, v in tables.items()}, option=JSON_OPTS).decode()
+        return to_json({k: rows_json(v) for k, v in tables.items()})
     if fmt == "csv":
         return "".join(f"# {name}\n{frame(df, 'csv')}" for name, df in tables.items())
     return "".join(f"{name}\n{frame(df, fmt)}\n" for name, df in tables.items())
