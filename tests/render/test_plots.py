@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 
 from acp_trace import analyze, plots
 from acp_trace.cli import app, main
-from acp_trace.errors import UsageError
+from acp_trace.errors import OutputError, UsageError
 from acp_trace.render.plots import Pick, choose_window
 from acp_trace.render.plots._common import untimed_traces
 from acp_trace.render.plots.gap import percentiles
@@ -708,14 +708,24 @@ def test_charts_are_legible_and_show_no_message_text(tmp_path: Path, kind: str) 
 
 
 def test_save_writes_png_and_svg_and_refuses_other_suffixes(tmp_path: Path) -> None:
-    """save writes a 1200 px wide PNG or an SVG; any other suffix is a usage error."""
+    """save writes a 1200 px wide PNG or an SVG; any other suffix is a usage error, a missing
+    directory an output error, and a symlink planted at the target is replaced, not followed."""
     fig = plots.gap(analyze(gap_trace(tmp_path / "t.jsonl", [10, 20])))
-    png = plots.save(fig, tmp_path / "out" / "gap.png").read_bytes()
+    png = plots.save(fig, tmp_path / "gap.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     assert int.from_bytes(png[16:20], "big") == 1200
     assert plots.save(fig, tmp_path / "gap.svg").read_text().startswith("<?xml")
     with pytest.raises(UsageError, match=r"must end in \.png or \.svg"):
         plots.save(fig, tmp_path / "gap.jpg")
+    with pytest.raises(OutputError, match="does not exist"):
+        plots.save(fig, tmp_path / "missing" / "gap.png")
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep")
+    (tmp_path / "link.png").symlink_to(victim)
+    plots.save(fig, tmp_path / "link.png")
+    assert victim.read_text() == "keep"
+    assert not (tmp_path / "link.png").is_symlink()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
     with pytest.raises(UsageError, match="--kind"):
         plots.plot([tmp_path / "t.jsonl"], tmp_path / "x.png", "pie")
 

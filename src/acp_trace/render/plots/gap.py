@@ -82,21 +82,29 @@ class Lane:
         return f"{self.agent}\n{SOURCE_TEXT[self.source]} · {n:,} {plural(n, 'replay')}"
 
 
-def gap_table(replays: pl.DataFrame, untimed: Sequence[str] = ()) -> pl.DataFrame:
-    """Per replay with a measurable gap: agent, agent_version, source and gap_ms."""
+def with_gap(replays: pl.DataFrame, untimed: Sequence[str] = ()) -> pl.DataFrame:
+    """The replays table plus `gap_ms` and its `source` (`marker` or `last_history`), both
+    null where the gap cannot be measured (no response, or an ordering-only trace)."""
     marker = pl.col("marker_to_response_ms")
-    fallback = pl.col("last_history_to_response_ms")
+    measured = pl.coalesce(marker, pl.col("last_history_to_response_ms"))
+    gap = pl.when(pl.col("trace").is_in(list(untimed))).then(None).otherwise(measured)
+    return replays.with_columns(gap.alias("gap_ms")).with_columns(
+        pl.when(pl.col("gap_ms").is_null())
+        .then(None)
+        .when(marker.is_not_null())
+        .then(pl.lit(MARKER))
+        .otherwise(pl.lit(FALLBACK))
+        .alias("source")
+    )
+
+
+def gap_table(replays: pl.DataFrame, untimed: Sequence[str] = ()) -> pl.DataFrame:
+    """Per replay with a measurable gap: trace, session, request_id, agent, agent_version,
+    source and gap_ms."""
     return (
-        replays.filter(~pl.col("trace").is_in(list(untimed)))
-        .with_columns(
-            pl.coalesce(marker, fallback).alias("gap_ms"),
-            pl.when(marker.is_not_null())
-            .then(pl.lit(MARKER))
-            .otherwise(pl.lit(FALLBACK))
-            .alias("source"),
-        )
+        with_gap(replays, untimed)
         .filter(pl.col("gap_ms").is_not_null())
-        .select("trace", "session", "agent", "agent_version", "source", "gap_ms")
+        .select("trace", "session", "request_id", "agent", "agent_version", "source", "gap_ms")
     )
 
 
