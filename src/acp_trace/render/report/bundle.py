@@ -21,9 +21,11 @@ from typing import TYPE_CHECKING
 
 from acp_trace.files import output_dir, write_file
 from acp_trace.render import plots
+from acp_trace.render.report.context import HTML, MARKDOWN, context
 from acp_trace.render.report.document import Block, to_html, to_markdown
+from acp_trace.render.report.facts import TITLE
 from acp_trace.render.report.formats import frame
-from acp_trace.render.report.sections import HTML, MARKDOWN, TITLE, build, context
+from acp_trace.render.report.sections import build
 from acp_trace.render.report.sections import replays_csv_frame as _csv_frame
 
 if TYPE_CHECKING:

@@ -23,6 +23,7 @@ _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~#!])")
 _MD_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 # Words that GitHub makes live: mentions, e-mail addresses, URLs, www. links, issue references.
 _LIVE = re.compile(r"@|[a-z][a-z0-9+.-]*:/|(^|\W)www\.|(^|[\s\w/.-])#\d", re.IGNORECASE)
+_PUNCTUATION = "()[]{}\"',.;:!?"  # around a live word, kept out of its code span
 # At the start of a line: a list item (`- x`, `+ x`, `1. x`) or a block quote.
 _LINE_START = re.compile(r"^(?:[-+](?=\s|$)|\d+(?=[.)](?:\s|$)))")
 
@@ -81,11 +82,13 @@ def md_text(text: str, *, table: bool = False) -> str:
     words = re.split(r"(\s+)", one_line)
     out = []
     for word in words:
-        if word and not word.isspace() and _LIVE.search(word):
-            out.append(md_code_span(word, table=table))
+        core = word.strip(_PUNCTUATION)
+        if core and _LIVE.search(core):  # punctuation around it stays outside the code span
+            start = word.index(core)
+            before, after = word[:start], word[start + len(core) :]
+            out.append(_md_plain(before) + md_code_span(core, table=table) + _md_plain(after))
         else:
-            escaped = "".join(_MD_ENTITIES.get(c, c) for c in word)
-            out.append(_MD_SPECIAL.sub(r"\\\1", escaped))
+            out.append(_md_plain(word))
     joined = "".join(out)
     return joined if table else _LINE_START.sub(_unlist, joined, count=1)
 
@@ -94,6 +97,11 @@ def _unlist(match: re.Match[str]) -> str:
     """`- x` -> `\\- x`; `1. x` -> `1\\. x`: no list item at the start of a line."""
     mark = match.group(0)
     return mark + "\\" if mark[0].isdigit() else "\\" + mark
+
+
+def _md_plain(text: str) -> str:
+    escaped = "".join(_MD_ENTITIES.get(c, c) for c in text)
+    return _MD_SPECIAL.sub(r"\\\1", escaped)
 
 
 def md_code_span(text: str, *, table: bool = False) -> str:
