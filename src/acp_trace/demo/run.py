@@ -18,6 +18,7 @@ from acp_trace.demo.client import ClientOptions, run_client
 from acp_trace.errors import RecordError
 
 DEMO_CWD = "/home/user/project"
+DEMO_PROMPT = "Summarize the replayed history in one line."
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,8 @@ def record_scenario(scenario: Scenario, out_dir: Path) -> Path:
         command=tuple(tap),
         protocol=scenario.protocol,
         resumes=scenario.resumes,
-        session="sess_demo",
+        session=None,  # session/new, then a prompt (the latency chart's turn phases), then replays
+        prompt=DEMO_PROMPT,
         cwd=DEMO_CWD,
     )
     result = run_client(opts)
