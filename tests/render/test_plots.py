@@ -294,12 +294,23 @@ def hist_ys(step: Artist) -> NDArray[np.float64]:
     return np.array([data.baseline, *data.values])
 
 
-def test_gap_labels_of_equal_percentiles_move_aside_not_on_top(tmp_path: Path) -> None:
-    """When p50, p90 and the max coincide, their labels still sit side by side, each with a
-    line to its value."""
-    fig = plots.gap(analyze(gap_trace(tmp_path / "t.jsonl", [500.0] * 30)))
+@pytest.mark.parametrize(
+    ("gaps", "labels"),
+    [
+        ([500.0] * 30, ["p50, p90, max 500 ms"]),  # all the same: one label, not three on top
+        ([500.0] * 29 + [900.0], ["p50, p90 500 ms", "max 900 ms"]),
+        ([float(v) for v in range(100, 130)], ["p50 114 ms", "p90 126 ms", "max 129 ms"]),
+    ],
+)
+def test_gap_labels_that_read_the_same_are_one(
+    tmp_path: Path, gaps: list[float], labels: list[str]
+) -> None:
+    """Percentiles and max that read the same share one label; close ones sit side by side,
+    apart, each marked at its value."""
+    fig = plots.gap(analyze(gap_trace(tmp_path / "t.jsonl", gaps)))
     boxes = label_boxes(fig)["agent-a 1.0 · marker → response"]
-    assert [t for t, _ in boxes] == ["p50 500 ms", "p90 500 ms", "max 500 ms"]
+    assert sorted(t for t, _ in boxes) == sorted(labels)
+    assert len(by_gid(fig, "p90:agent-a 1.0 · marker → response", Line2D)) == 1
     assert_labels_apart(fig)
 
 

@@ -13,7 +13,7 @@ from matplotlib.text import Annotation
 
 from acp_trace.render.plots._common import TEXT_SIZE
 
-PAD_PX = 8.0  # between two labels, and between a label and the edge of the axes
+PAD_PX = 12.0  # between two labels, and between a label and the edge of the axes
 MOVED_PX = 3.0  # a label this far from its value gets a leader line
 LEADER = {"arrowstyle": "-", "color": "0.45", "lw": 0.8, "shrinkA": 0, "shrinkB": 0}
 

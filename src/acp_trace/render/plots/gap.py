@@ -241,13 +241,20 @@ def lane_percentiles(lane: Lane) -> dict[int, float]:
 
 
 def lane_labels(lane: Lane) -> list[RowLabel]:
-    """Each value of a small lane; else its percentiles and its max."""
+    """Each value of a small lane; else its percentiles and its max, those that read the same
+    (`p50, p90, max 500 ms`) as one label at the highest of them."""
     values = lane.values
     if values.size <= LABEL_EACH_UP_TO:
         return [RowLabel(float(v), ms(v), f"value:{lane.name}") for v in values]
-    labels = [
-        RowLabel(value, f"p{q} {ms(value)}", f"p{q}-label:{lane.name}")
-        for q, value in lane_percentiles(lane).items()
-    ]
-    top = float(values[-1])
-    return [*labels, RowLabel(top, f"max {ms(top)}", f"max-label:{lane.name}")]
+    marks = [(f"p{q}", v) for q, v in lane_percentiles(lane).items()]
+    marks.append(("max", float(values[-1])))
+    labels: list[RowLabel] = []
+    names: list[str] = []
+    for i, (name, value) in enumerate(marks):
+        names.append(name)
+        if i + 1 < len(marks) and ms(marks[i + 1][1]) == ms(value):
+            continue  # the next one reads the same: one label for both
+        text = f"{', '.join(names)} {ms(value)}"  # its gid names the highest: max, p99...
+        labels.append(RowLabel(value, text, f"{names[-1]}-label:{lane.name}"))
+        names = []
+    return labels

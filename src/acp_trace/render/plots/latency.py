@@ -35,6 +35,7 @@ from acp_trace.render.plots._common import (
 HEADING = "Latency"
 MAX_ROWS = {"method": 12, "phase": 6}  # rows of 2-line names in a 675 px figure
 MIN_BOX = 5  # a row with fewer values shows dots only: a box of one value is a line
+TWO_LINES_UP_TO = 6  # rows in a panel whose names take two lines
 PHASES = {
     "first_chunk_ms": "first agent chunk",
     "acceptance_ms": "prompt accepted",
@@ -56,15 +57,17 @@ class Row:
     def key(self) -> str:
         return self.group if self.who is None else f"{self.group} · {self.who}"
 
-    @property
-    def name(self) -> str:
-        """The row's name on the axis: what and who, then the count and numbers."""
+    def name(self, one_line: bool = False) -> str:
+        """The row's name on the axis: what and who, then the count and numbers (on one line,
+        without the max, when the panel has many rows)."""
         first = label(self.group, 32) + ("" if self.who is None else " · " + self.who)
         v = self.values
         if v.size == 1:
-            return f"{first}\nn=1 · {ms(float(v[0]))}"
-        p50 = float(np.percentile(v, 50, method="linear"))
-        return f"{first}\nn={v.size:,} · p50 {ms(p50)} · max {ms(float(v.max()))}"
+            numbers = f"n=1 · {ms(float(v[0]))}"
+        else:
+            numbers = f"n={v.size:,} · p50 {ms(float(np.percentile(v, 50, method='linear')))}"
+            numbers += "" if one_line else f" · max {ms(float(v.max()))}"
+        return f"{first} · {numbers}" if one_line else f"{first}\n{numbers}"
 
 
 def agent_colours(*frames: pl.DataFrame) -> dict[str, str]:
@@ -194,7 +197,8 @@ def box_strip(ax: Axes, rows: list[Row], kind: str) -> None:
             row.values, y + jitter, s=50 if few else 14, color=row.colour, alpha=0.7, zorder=3
         )
         dots.set_gid(f"strip:{kind}:{row.key}")
-    ax.set_yticks(positions, [row.name for row in rows])
+    one_line = len(rows) > TWO_LINES_UP_TO
+    ax.set_yticks(positions, [row.name(one_line) for row in rows])
     ax.set_ylim(0.4, len(rows) + 0.6)
     set_scale(ax, np.concatenate([row.values for row in rows]), room=0.3)
     ax.grid(axis="x", color="0.9")
