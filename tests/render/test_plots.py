@@ -576,6 +576,52 @@ def test_replay_zooms_on_a_short_history_before_a_long_gap(tmp_path: Path) -> No
     assert [t.get_text() for t in zoom.get_yticklabels()] == ["s0\n(4 history)"]
 
 
+@pytest.mark.parametrize("n", [1, 2, 30, 1000])
+def test_replay_of_many_draws_the_slowest_and_counts_the_rest(tmp_path: Path, n: int) -> None:
+    """At 1, 2, 30 and 1,000 replays the chart draws the one with the longest response, on a
+    plain axis that ends past its response, and says of how many it is the slowest."""
+    a = analyze(gap_trace(tmp_path / "t.jsonl", many_gaps(n, 900.0)))
+    fig = plots.replay(a)
+    slowest = a.replays.sort("response_ms", descending=True).row(0, named=True)
+    assert f"of {slowest['session']} " in fig.get_suptitle()
+    overview = axes_of(fig)[0]
+    (response,) = by_gid(overview, "response", Line2D)
+    assert response.get_xdata()[0] == pytest.approx(slowest["response_ms"])
+    assert overview.get_xlim()[1] > slowest["response_ms"]
+    assert all(PLAIN_TICK.match(t) for t in tick_texts(overview))
+    notes = [t.get_text() for t in by_gid(fig, "note", Text)]
+    many = f"The slowest of {n} replays; choose another with --trace, --session or --request."
+    assert notes == ([many] if n > 1 else [])
+
+
+def test_replay_of_the_sample_traces_is_the_slowest_and_a_real_agent_can_be_chosen() -> None:
+    """On sample_traces/: the slowest replay by default; the claude-agent-acp trace by name,
+    with its unmarked gap from the last history update."""
+    a = analyze(SAMPLES)
+    slowest = a.replays.sort("response_ms", descending=True, nulls_last=True).row(0, named=True)
+    fig = plots.replay(a)
+    assert f"(request id {slowest['request_id']})" in fig.get_suptitle()
+    fig = plots.replay(a, trace="claude-agent-acp-v2-resume.jsonl")
+    row = a.replays.filter(pl.col("trace").str.ends_with("claude-agent-acp-v2-resume.jsonl"))
+    (gap,) = by_gid(fig, f"gap:{row['session'][0]}", Text)
+    assert gap.get_text().startswith("no marker: last history → response")
+    assert number(gap.get_text()) == pytest.approx(row["last_history_to_response_ms"][0], abs=0.51)
+
+
+def test_latency_of_the_sample_traces_shows_the_prompt_turn_phases() -> None:
+    """The samples include prompt turns: the phase panel shows first chunk and end of turn,
+    in that order, with every turn a dot."""
+    a = analyze(SAMPLES)
+    fig = plots.latency(a)
+    _, turn_ax = axes_of(fig)
+    names = [t.get_text().split(" · ")[0] for t in turn_ax.get_yticklabels()]
+    assert names == ["first agent chunk", "end of turn"]
+    dots = gid_prefix(fig, "strip:phase:end of turn")
+    assert sum(len(d.get_offsets()) for d in dots if isinstance(d, PathCollection)) == (
+        a.turns["end_ms"].drop_nulls().len()
+    )
+
+
 # ---------------------------------------------------------------- latency
 
 

@@ -143,9 +143,10 @@ def latency_figure(tl: pl.DataFrame, turns: pl.DataFrame, untimed: Sequence[str]
         fig, axes = new_figure()
     count = sum(r.values.size for r in methods)
     turned = turns.filter(~pl.col("trace").is_in(list(untimed))).height
+    only = f" of {next(iter(colours))}" if len(colours) == 1 else ""  # else rows name agents
     title(
         fig,
-        f"{HEADING}: {count:,} answered {plural(count, 'request')}, "
+        f"{HEADING}{only}: {count:,} answered {plural(count, 'request')}, "
         f"{turned:,} prompt {plural(turned, 'turn')}",
     )
     box_strip(axes[0], methods, "method")
