@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import os
 import re
 import stat
@@ -18,7 +19,16 @@ from acp_trace.cli import app
 from acp_trace.render.plots._common import ms
 from acp_trace.render.report import bundle
 from acp_trace.render.report.bundle import CHARTS, MARKDOWN_LIMIT, markdown_report, write_report
-from acp_trace.render.report.document import Code, Table, md_text, to_html, to_markdown
+from acp_trace.render.report.context import HTML, MARKDOWN, context
+from acp_trace.render.report.document import (
+    Code,
+    Paragraph,
+    Table,
+    md_text,
+    to_html,
+    to_markdown,
+)
+from acp_trace.render.report.sections import build
 from tracebuilder import TraceBuilder
 
 
@@ -249,6 +259,21 @@ def test_markdown_shrinks_its_tables_until_it_fits(
     rows = md_tables(shrunk.split("## Replays, slowest first", 1)[1])[0][2:]
     assert 0 < len(rows) < 25
     assert f"{40 - len(rows)} more replay rows" in shrunk
+
+
+def test_html_says_where_the_rows_past_its_own_cap_are(tmp_path: Path) -> None:
+    """report.html has every row up to its (large) cap; past it, the line points to
+    replays.csv, not to itself."""
+    a = analyze([good_trace(tmp_path / f"g{i}.jsonl") for i in range(3)])
+    blocks = build(context(a, dataclasses.replace(HTML, replays=4)), None)
+    assert Paragraph("2 more replay rows: every row is in replays.csv.") in blocks
+    markdown = build(context(a, dataclasses.replace(MARKDOWN, replays=4)), None)
+    assert (
+        Paragraph(
+            "2 more replay rows: every row is in report.html and replays.csv beside this report."
+        )
+        in markdown
+    )
 
 
 def test_hostile_trace_text_is_escaped_in_markdown_and_html(tmp_path: Path) -> None:

@@ -121,7 +121,10 @@ def capped(
     if limit is None or df.height <= limit:
         return df, []
     more = df.height - limit
-    return df.head(limit), [Paragraph(f"{more:,} more {plural(more, what)}: {WHERE[what]}.")]
+    where = (
+        "every row is in replays.csv" if ctx.limits.full and what == "replay row" else WHERE[what]
+    )
+    return df.head(limit), [Paragraph(f"{more:,} more {plural(more, what)}: {where}.")]
 
 
 WHERE = {  # where the rows a cap leaves out are
