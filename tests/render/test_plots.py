@@ -590,7 +590,7 @@ def test_replay_of_many_draws_the_slowest_and_counts_the_rest(tmp_path: Path, n:
     assert overview.get_xlim()[1] > slowest["response_ms"]
     assert all(PLAIN_TICK.match(t) for t in tick_texts(overview))
     notes = [t.get_text() for t in by_gid(fig, "note", Text)]
-    many = f"The slowest of {n} replays; choose another with --trace, --session or --request."
+    many = f"The slowest of {n:,} replays; choose another with --trace, --session or --request."
     assert notes == ([many] if n > 1 else [])
 
 
