@@ -7,12 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from acp_trace import replays
+from acp_trace import analyze, replays
 from acp_trace.demo import run as demo
 
 
 def test_run_demo_records_each_scenario_through_the_tap(tmp_path: Path) -> None:
-    """Each scenario becomes one trace whose header names the demo agent behind the tap."""
+    """Each scenario becomes one trace with a prompt turn and a replay of that session."""
     scenarios = (
         demo.Scenario("ok", "a correct v2 replay", agent=("--turns", "4")),
         demo.Scenario("v1", "a v1 load", 1, agent=("--turns", "2")),
@@ -21,7 +21,10 @@ def test_run_demo_records_each_scenario_through_the_tap(tmp_path: Path) -> None:
     assert [t.name for t in traces] == ["demo-ok.jsonl", "demo-v1.jsonl"]
     table = replays(traces)
     assert table["outcome"].to_list() == ["complete", "v1_loaded"]
-    assert table["history_updates"].to_list() == [8, 4]
+    # the fabricated turns and the prompt's turn (session/new, a prompt, then the replay)
+    assert table["history_updates"].to_list() == [10, 6]
+    assert analyze(traces).turns["end_ms"].null_count() == 0
+    assert analyze(traces).turns.height == 2
 
 
 def test_summary_names_outcomes_and_findings(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from acp_trace.files import output_dir
 from acp_trace.render.report.bundle import ReportFiles
 
 DEMO_CWD = "/home/user/project"
+DEMO_PROMPT = "Summarize the replayed history in one line."
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,8 @@ def record_scenario(scenario: Scenario, out_dir: Path) -> Path:
         command=tuple(tap),
         protocol=scenario.protocol,
         resumes=scenario.resumes,
-        session="sess_demo",
+        session=None,  # session/new, then a prompt (the latency chart's turn phases), then replays
+        prompt=DEMO_PROMPT,
         cwd=DEMO_CWD,
     )
     result = run_client(opts)

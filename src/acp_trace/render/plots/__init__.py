@@ -88,7 +88,11 @@ def figure(
 
 
 def save(fig: Figure, path: str | os.PathLike[str]) -> Path:
-    """Write a figure as PNG or SVG (by the file's suffix), 1200 px wide for PNG."""
+    """Write a figure as PNG or SVG (by the file's suffix), 1200 px wide for PNG.
+
+    Written through `acp_trace.files` (a temporary file renamed over the target: a symlink
+    there is replaced, not followed); a chart holds no message contents, so it follows the
+    umask. The directory must exist."""
     out = Path(path)
     suffix = out.suffix.lower()
     if suffix not in SUFFIXES:
