@@ -166,7 +166,7 @@ def test_check_exit_zero_without_errors(
         (
             ["summary", "t.jsonl", "--from", "yaml"],
             "acp-trace: summary: Invalid value for '--from': 'yaml' is not one of 'acp-trace', "
-            "'jsonrpc', 'zed', 'conductor', 'inspector'; see `acp-trace summary --help`\n",
+            "'jsonrpc', 'zed', 'conductor', 'inspector', 'thinkwell', 'acpx'; see `acp-trace summary --help`\n",
         ),
         (
             ["replays"],

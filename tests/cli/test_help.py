@@ -21,6 +21,7 @@ ORDER = [
     "timeline",
     "latency",
     "rules",
+    "diff",
     "report",
     "plot",
     "export",

@@ -106,17 +106,18 @@ def test_the_output_is_checked_before_the_traces_are_read(cli: Cli, tmp_path: Pa
 def test_report_is_private_and_its_charts_follow_the_umask(
     cli: Cli, trace: Path, open_umask: None
 ) -> None:
-    """report -o DIR: DIR is 0700, report.md and report.html 0600 (they quote trace text),
-    the charts 0644 under umask 022 (no message contents)."""
+    """report -o DIR: DIR is 0700, report.md, report.html and replays.csv 0600 (they quote
+    trace text), the charts 0644 under umask 022 (no message contents)."""
     result = cli("report", "t.jsonl", "-o", "out")
     out = trace.parent / "out"
     assert result.code == 0 and result.out.startswith("wrote out/report.md, out/report.html")
     assert _mode(out) == 0o700
     assert _mode(out / "report.md") == _mode(out / "report.html") == 0o600
+    assert _mode(out / "replays.csv") == 0o600
     assert {_mode(out / name) for name in ("gap.png", "replay.png", "latency.png")} == {0o644}
     again = cli("report", "t.jsonl", "-o", "out")  # re-running into the same folder works
     assert again.code == 0 and sorted(os.listdir(out)) == sorted(
-        ["gap.png", "latency.png", "replay.png", "report.html", "report.md"]
+        ["gap.png", "latency.png", "replay.png", "replays.csv", "report.html", "report.md"]
     )
 
 
@@ -228,6 +229,6 @@ def test_every_command_that_reads_traces_warns_of_each_file_skipped(
     assert result.code in (0, 1)
     assert result.err.splitlines() == [
         "acp-trace: skipped traces/agent.log: expected an acp-trace v1 trace or an ACP capture "
-        "in a known format (jsonrpc, zed, conductor, inspector), found text that is not JSON "
+        "in a known format (jsonrpc, zed, conductor, inspector, thinkwell, acpx), found text that is not JSON "
         "('agent started') at the start"
     ]

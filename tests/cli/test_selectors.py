@@ -27,19 +27,19 @@ def _untimed(trace: Path, out: Path) -> Path:
     [
         (
             ["--session", "NOSUCH"],
-            "--session NOSUCH: not among the replaying sessions (sess_1, child_1, sess_2)",
+            "--session NOSUCH: no such session; expected one of: sess_1, child_1, sess_2",
         ),
         (
             ["--request", "99"],
-            "--request 99: not among the replaying request ids (2, 3)",
+            "--request 99: no such request; expected one of: 2, 3",
         ),
         (
             ["--trace", "other.jsonl"],
-            "--trace other.jsonl: not among the traces with a replay (t.jsonl)",
+            "--trace other.jsonl: no such trace; expected one of: t.jsonl",
         ),
         (
             ["--session", "sess_2", "--request", "2"],
-            "session sess_2 and request 2: no replay matches all of these; see acp-trace replays",
+            "--request 2: no such request among the replays of session sess_2; expected one of: 3",
         ),
     ],
 )
@@ -110,8 +110,8 @@ def test_a_replay_chosen_in_a_trace_without_timestamps(cli: Cli, trace: Path) ->
     )
     assert result.code == 2
     assert result.err == (
-        "acp-trace: trace u.jsonl: the replay is in u.jsonl, which has no timestamps "
-        "(ordering-only): no replay chart\n"
+        "acp-trace: --trace u.jsonl: its replays are in ordering-only traces (no timestamps); "
+        "the replay chart needs times\n"
     )
 
 
@@ -121,7 +121,7 @@ def test_a_trace_without_replays_says_there_are_none(cli: Cli, tmp_path: Path) -
     b.request("session/prompt", {"sessionId": "s", "prompt": []})
     b.write(tmp_path / "p.jsonl")
     result = cli("plot", "p.jsonl", "--kind", "replay", "-o", "r.png", "--session", "s")
-    assert result.err == "acp-trace: --session s: there are no replaying sessions\n"
+    assert result.err == "acp-trace: --session s: there is no replay to choose from\n"
 
 
 def test_replays_of_a_trace_without_timestamps_says_so(cli: Cli, trace: Path) -> None:

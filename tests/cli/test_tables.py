@@ -83,7 +83,9 @@ def test_unknown_columns_are_refused_with_the_names(cli: Cli, tmp_path: Path) ->
     assert result.err.startswith(
         "acp-trace: --columns speed: no such column; the columns are trace, "
     )
-    assert result.err.rstrip().endswith("live_updates, gap_ms")
+    assert result.err.rstrip().endswith(
+        "live_updates, stderr_lines_in_gap, last_stderr_in_gap, gap_ms"
+    )
 
 
 def test_no_replay_is_said_in_words(cli: Cli, tmp_path: Path) -> None:

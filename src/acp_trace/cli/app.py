@@ -28,6 +28,7 @@ app = typer.Typer(
 HELP_PANELS = {
     "Record": ("record",),
     "Analyze traces": ("summary", "replays", "check", "timeline", "latency", "rules"),
+    "Compare runs": ("diff",),
     "Write files": ("report", "plot", "export"),
     "Convert other captures": ("import",),
     "Try it": ("demo", "demo-agent", "demo-client"),
@@ -57,7 +58,7 @@ MarkerMeta = Annotated[
 
 # The input formats (acp_trace.trace.importers.FORMATS; a test keeps the two equal). Listed
 # here so that `record` does not import the importers to build its options.
-SourceFormat = Literal["acp-trace", "jsonrpc", "zed", "conductor", "inspector"]
+SourceFormat = Literal["acp-trace", "jsonrpc", "zed", "conductor", "inspector", "thinkwell", "acpx"]
 From = Annotated[
     SourceFormat | None,
     typer.Option(

@@ -97,10 +97,8 @@ def chart_target(output: str, kind: str) -> Path:
 
 
 def require_drawable(a: Analysis, kind: str, pick: Pick) -> None:
-    """UsageError when the chart would be empty for want of input: no trace has timestamps,
-    or the replay chosen matches nothing (the choices are named) or has no timestamps."""
-    from acp_trace.cli.choices import no_match
-    from acp_trace.render.plots import Pick
+    """UsageError when the chart would be empty for want of input: no trace has timestamps.
+    (A replay selector that matches nothing is refused by the picker, with the choices.)"""
     from acp_trace.render.plots._common import untimed_traces
 
     untimed = set(untimed_traces(a.timeline))
@@ -111,30 +109,7 @@ def require_drawable(a: Analysis, kind: str, pick: Pick) -> None:
             f"{names}: no timestamps (ordering-only), so no chart; "
             "replays, check and timeline still apply"
         )
-    if kind != "replay" or not pick.chosen:
-        return
-    windows = [w for w in a.facts.windows if w.replaying]
-    one_by_one = (
-        ("--trace", pick.trace, Pick(trace=pick.trace), "traces with a replay",
-         [w.trace for w in windows]),
-        ("--session", pick.session, Pick(session=pick.session), "replaying sessions",
-         [s for w in windows for s in w.sessions]),
-        ("--request", pick.request, Pick(request=pick.request), "replaying request ids",
-         [str(w.request_id) for w in windows]),
-    )  # fmt: skip
-    for option, value, alone, noun, known in one_by_one:
-        if value is not None and not any(alone.matches(w) for w in windows):
-            raise no_match(option, value, noun, list(dict.fromkeys(known)))
-    matching = [w for w in windows if pick.matches(w)]
-    if not matching:
-        raise UsageError(
-            f"{pick.describe()}: no replay matches all of these; see acp-trace replays"
-        )
-    if all(w.trace in untimed for w in matching):
-        raise UsageError(
-            f"{pick.describe()}: the replay is in {matching[0].trace}, which has no timestamps "
-            "(ordering-only): no replay chart"
-        )
+    # A selector that matches nothing is the replay picker's to say (choose_window).
 
 
 @app.command()

@@ -95,6 +95,8 @@ def no_match(pick: Pick, timed: list[Window], replaying: list[Window]) -> str:
                 f"--{option} {value}: its replays are in ordering-only traces (no timestamps)"
                 f"{where}; the replay chart needs times"
             )
+        if not replaying:
+            return f"--{option} {value}: there is no replay to choose from"
         if not pool:
             return f"--{option} {value}: there is no replay with timestamps to choose from"
         return f"--{option} {value}: no such {option}{where}; {choices(option, pool)}"
