@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
@@ -66,24 +67,61 @@ def format_summary(summary: pl.DataFrame) -> str:
     return "".join(out)
 
 
-def format_findings(findings: pl.DataFrame, traces: pl.DataFrame) -> str:
-    """`acp-trace check` text: findings grouped by trace and session, then counts per severity."""
-    out: list[str] = []
-    for (trace,), part in findings.group_by("trace", maintain_order=True):
-        out.append(f"{trace}\n")
-        for (session,), group in part.group_by("session", maintain_order=True):
-            out.append(f"  session {session or '(none)'}\n")
-            for f in group.iter_rows(named=True):
-                where = f"seq {f['seq']}" if f["seq"] is not None else "-"
-                out.append(f"    {f['severity']:<7} {f['rule']} at {where}: {f['message']}\n")
-    counts = {
-        s: findings.filter(pl.col("severity") == s).height for s in ("error", "warning", "info")
-    }
-    malformed = int(traces["malformed"].sum()) if traces.height else 0
-    out.append(
-        f"{traces.height} traces, {counts['error']} errors, {counts['warning']} warnings, "
-        f"{counts['info']} info" + (f", {malformed} malformed lines" if malformed else "") + "\n"
+SIDE_ORDER = ("agent", "client", "both")
+SIDE_TITLES = {
+    "agent": "the agent's faults",
+    "client": "the client's faults",
+    "both": "the exchange (either side, or the recording)",
+}
+_UNSAFE_TEXT = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+
+
+def _term(text: str) -> str:
+    """Trace text made safe for a terminal: control characters, bidi overrides and lone
+    surrogates shown as escapes (`\\x1b`, `\\u202e`) instead of acting."""
+    return _UNSAFE_TEXT.sub(lambda m: _escape_char(m.group()), text)
+
+
+def _escape_char(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def _counts(findings: pl.DataFrame) -> str:
+    counts = {s: findings.filter(pl.col("severity") == s).height for s in ("error", "warning")}
+    info = findings.filter(pl.col("severity") == "info").height
+    return (
+        f"{_plural(counts['error'], 'error')}, {_plural(counts['warning'], 'warning')}, {info} info"
     )
+
+
+def format_findings(findings: pl.DataFrame, traces: pl.DataFrame, skipped: int = 0) -> str:
+    """`acp-trace check` text: findings grouped by side (the agent's first, then the client's,
+    then those of the exchange), then by trace and session; then the counts."""
+    out: list[str] = []
+    for side in SIDE_ORDER:
+        mine = findings.filter(pl.col("side") == side)
+        if not mine.height:
+            continue
+        out.append(f"{SIDE_TITLES[side]}: {_counts(mine)}\n")
+        for (trace,), part in mine.group_by("trace", maintain_order=True):
+            out.append(f"  {_term(str(trace))}\n")
+            for (session,), group in part.group_by("session", maintain_order=True):
+                out.append(f"    session {_term(session) if session else '(none)'}\n")
+                for f in group.iter_rows(named=True):
+                    where = f"seq {f['seq']}" if f["seq"] is not None else "-"
+                    text = _term(f["message"])
+                    out.append(f"      {f['severity']:<7} {f['rule']} at {where}: {text}\n")
+    malformed = int(traces["malformed"].sum()) if traces.height else 0
+    tail = f", {_plural(malformed, 'malformed line')}" if malformed else ""
+    tail += f", {_plural(skipped, 'input')} skipped" if skipped else ""
+    out.append(f"{_plural(traces.height, 'trace')}, {_counts(findings)}{tail}\n")
     return "".join(out)
 
 
