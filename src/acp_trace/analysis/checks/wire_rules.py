@@ -44,9 +44,7 @@ def non_json_line(ctx: Context) -> Iterator[Finding]:
         )
 
 
-@rule(
-    "unanswered-request", "warning", "a request has no response when the trace ends", side="both"
-)
+@rule("unanswered-request", "warning", "a request has no response when the trace ends", side="both")
 def unanswered_request(ctx: Context) -> Iterator[Finding]:
     tl = ctx.timeline
     pending = tl.filter((pl.col("kind") == "request") & pl.col("peer_row").is_null())

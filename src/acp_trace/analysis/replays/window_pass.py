@@ -214,7 +214,9 @@ class _Pass:
             # After the response of a replaying resume that covered the session (rules.md).
             self._fact(r["row"], session, "late", earlier[-1].index)
             return
-        self.deferred.append([r["row"], session, [w.index for w in self.open if w.replaying], False])
+        self.deferred.append(
+            [r["row"], session, [w.index for w in self.open if w.replaying], False]
+        )
 
     def _agent_request(self, r: dict[str, Any]) -> None:
         session = r["session"]

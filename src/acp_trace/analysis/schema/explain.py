@@ -50,7 +50,9 @@ def _leaves(errors: list[Any]) -> list[Any]:
         branches = _context(error)
         fitting = [b for b in branches if not _misses(b, list(error.instance_path))]
         if fitting:
-            out.extend(min((_leaves(b) for b in fitting), key=len))
+            explained: list[list[Any]] = [_leaves(b) for b in fitting]
+            best: list[Any] = min(explained, key=len)
+            out.extend(best)
         else:
             out.append(error)
     return out
@@ -158,13 +160,16 @@ def _resolve(doc: dict[str, Any], ref: Any) -> Any:
 
 
 def _lenient(nodes: list[tuple[dict[str, Any], bool]], error: Any) -> str | None:
-    """The marker that tells receivers to tolerate this error, if any node on its way has one."""
-    for index, (node, _) in enumerate(nodes):
-        if node.get("x-deserialize-default-on-error") is True:
-            return "x-deserialize-default-on-error"
+    """The marker that tells receivers to tolerate this error: the innermost node on its way
+    that has one (an invalid item of a skip-invalid-items array is skipped before the array
+    would be defaulted)."""
+    for index in range(len(nodes) - 1, -1, -1):
+        node = nodes[index][0]
         inside_items = index + 1 < len(nodes) and nodes[index + 1][0] is node.get("items")
         if node.get("x-deserialize-skip-invalid-items") is True and inside_items:
             return "x-deserialize-skip-invalid-items"
+        if node.get("x-deserialize-default-on-error") is True:
+            return "x-deserialize-default-on-error"
         if node.get("x-deserialize-default-on-null") is True and error.instance is None:
             return "x-deserialize-default-on-null"
     return None
@@ -243,7 +248,9 @@ def _json_type(value: Any) -> str:
         return "boolean"
     if isinstance(value, int | float):
         return "number"
-    return {str: "string", list: "array", dict: "object"}.get(type(value), "value")
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object" if isinstance(value, dict) else "value"
 
 
 def short(value: Any, limit: int = 40) -> str:

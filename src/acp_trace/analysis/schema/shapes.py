@@ -10,8 +10,11 @@ numbers, booleans, nulls, empty strings and strings that could be literals stay 
 
 The shape is computed in polars over the `msg` text: first `\\\\` and `\\"` become `\\u005c` and
 `\\u0022` (the same JSON value, but now every `"` in the text delimits a string), then each
-`"key": "value"` whose value may be folded becomes `"key":"~"`. The result is JSON again, and
-`orjson.loads(shape)` is what gets validated.
+`":` `"value"` whose value may be folded becomes `":"~"`. Where that `":` ends a key, the
+result is the same JSON with the value folded. It can also be the start of a string that is a
+colon (`[":", "a b"]`): then the match spans structure, puts the `~` outside any string (the
+three quotes it replaces are three again), and the shape is not JSON. So a shape that parses
+is exact, and the messages of one that does not are validated one by one.
 """
 
 from __future__ import annotations

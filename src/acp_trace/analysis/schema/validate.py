@@ -74,22 +74,23 @@ def validate_timeline(tl: pl.DataFrame) -> SchemaFacts:
     groups = _shape_groups(tl)
     facts.shapes = groups.height
     found: dict[tuple[Any, ...], SchemaIssue] = {}
-    members: dict[tuple[Any, ...], list[int]] = defaultdict(list)
+    members: dict[tuple[Any, ...], set[int]] = defaultdict(set)
     msgs = tl["msg"]
     for version, kind, src, method, shape, rows, traces in groups.iter_rows():
         facts.checked += len(rows)
-        verdict = _check_shape(version, kind, src, method, shape)
-        if verdict is None:
-            continue
-        by_trace: dict[str, list[int]] = defaultdict(list)
-        for trace, row in zip(traces, rows, strict=True):
-            by_trace[trace].append(row)
-        for trace, mine in by_trace.items():
-            # explained by its own first message: the values a message quotes are its own
-            for issue in _explain(verdict, trace, msgs[mine[0]], mine[0], facts):
-                key = (trace, *_issue_key(issue))
-                found.setdefault(key, issue)
-                members[key].extend(mine)
+        for msg, mine_rows, mine_traces in _units(shape, rows, traces, msgs):
+            verdict = _check(version, kind, src, method, msg)
+            if verdict is None:
+                continue
+            by_trace: dict[str, list[int]] = defaultdict(list)
+            for trace, row in zip(mine_traces, mine_rows, strict=True):
+                by_trace[trace].append(row)
+            for trace, mine in by_trace.items():
+                # explained by its own first message: the values a message quotes are its own
+                for issue in _explain(verdict, trace, msgs[mine[0]], mine[0], facts):
+                    key = (trace, *_issue_key(issue))
+                    found.setdefault(key, issue)
+                    members[key].update(mine)
     for key, issue in found.items():
         rows = tuple(sorted(members[key]))
         facts.issues.append(replace(issue, rows=rows))
@@ -148,12 +149,23 @@ class _Verdict:
     type_name: str
 
 
-def _check_shape(version: int, kind: str, src: str, method: str, shape: str) -> _Verdict | None:
-    """None when a message of this shape is valid (or has no type); else where it breaks."""
+def _units(
+    shape: str, rows: list[int], traces: list[str], msgs: pl.Series
+) -> Iterator[tuple[Any, list[int], list[str]]]:
+    """What to validate for one shape: the shape itself for all its messages, or, when it is
+    not JSON (a string made of a colon stood where a key ends: shapes.py), each message."""
     try:
-        msg = loads(shape)
+        yield loads(shape), rows, traces
     except ValueError:
-        return None  # never: the reader parsed every message; a shape is JSON again
+        for row, trace in zip(rows, traces, strict=True):
+            try:
+                yield loads(msgs[row]), [row], [trace]
+            except ValueError:  # never: the reader parsed every message
+                continue
+
+
+def _check(version: int, kind: str, src: str, method: str, msg: Any) -> _Verdict | None:
+    """None when a message (or a shape) is valid, or has no type; else where it breaks."""
     if method == "initialize" and kind in ("request", "response"):
         named = _part(msg, kind)
         named = named.get("protocolVersion") if isinstance(named, dict) else None
@@ -188,7 +200,9 @@ def _judge(
     errors = [] if validator.is_valid(value) else list(validator.iter_errors(value))
     extra: list[Problem] = []
     update = value.get("update") if method == "session/update" and isinstance(value, dict) else None
-    tag = update.get("sessionUpdate") if isinstance(update, dict) else None
+    if not isinstance(update, dict):
+        return errors, extra
+    tag = update.get("sessionUpdate")
     if isinstance(tag, str) and tag not in schema(version).update_variants:
         errors = [e for e in errors if list(e.instance_path)[:1] != ["update"]]
         if tag == MARKER_KIND:

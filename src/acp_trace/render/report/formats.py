@@ -91,12 +91,12 @@ def junit(findings: pl.DataFrame, traces: pl.DataFrame, skipped: pl.DataFrame | 
     out = ['<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="acp-trace check">\n']
     for trace in traces["trace"].to_list():
         mine = findings.filter(pl.col("trace") == trace)
-        cases = []
+        cases: list[tuple[str, str, pl.DataFrame]] = []
         for rule_id, rule in RULES.items():
             found = mine.filter(pl.col("rule") == rule_id)
             sides = found["side"].unique(maintain_order=True).to_list() or [rule.side]
             cases.extend((rule_id, side, found.filter(pl.col("side") == side)) for side in sides)
-        failing = sum(1 for _, _, f in cases if (f["severity"] == "error").any())
+        failing = sum(1 for _, _, f in cases if f.filter(pl.col("severity") == "error").height)
         out.append(f'  <testsuite name={_attr(trace)} tests="{len(cases)}" failures="{failing}">\n')
         out.extend(_testcase(rule_id, side, found) for rule_id, side, found in cases)
         out.append("  </testsuite>\n")

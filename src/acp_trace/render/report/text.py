@@ -73,9 +73,7 @@ SIDE_TITLES = {
     "client": "the client's faults",
     "both": "the exchange (either side, or the recording)",
 }
-_UNSAFE_TEXT = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
-)
+_UNSAFE_TEXT = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def _term(text: str) -> str:
