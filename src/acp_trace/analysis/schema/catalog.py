@@ -45,7 +45,7 @@ class Schema:
     doc: dict[str, Any]
     types: dict[tuple[str, str, str], str] = field(default_factory=dict)  # (method, side, kind)
     update_variants: frozenset[str] = frozenset()
-    _validators: Any = None
+    _validators: dict[str, Any] = field(default_factory=dict)
 
     @property
     def defs(self) -> dict[str, Any]:
@@ -63,10 +63,16 @@ class Schema:
         return self.types.get((method, handler, kind)) or self.types.get((method, "protocol", kind))
 
     def validator(self, type_name: str) -> Any:
-        """The compiled validator of one definition (the whole schema is compiled once)."""
-        if self._validators is None:
-            self._validators = jsonschema_rs.validator_map_for(self.doc, validate_formats=False)
-        return self._validators.get(f"#/$defs/{type_name}")
+        """The compiled validator of one definition, compiled on first use and kept (with what
+        it refers to: a few MB, where compiling every definition at once takes ~100 MB)."""
+        found = self._validators.get(type_name)
+        if found is None:
+            root = {"$schema": self.doc.get("$schema"), "$ref": f"#/$defs/{type_name}"}
+            found = jsonschema_rs.validator_for(
+                {**root, "$defs": self.defs}, validate_formats=False
+            )
+            self._validators[type_name] = found
+        return found
 
 
 def _index(defs: dict[str, Any]) -> dict[tuple[str, str, str], str]:

@@ -109,7 +109,7 @@ def _walk(
     property, an item) starts; `$ref`s followed."""
     node: Any = doc["$defs"][type_name]
     out: list[tuple[dict[str, Any], bool]] = [(node, True)]
-    i = 0
+    i = 1 if steps[:1] == ["$ref"] else 0  # the validator's root refers to the type
     while i < len(steps) and isinstance(node, dict):
         step = steps[i]
         if step == "$ref":

@@ -29,6 +29,7 @@ MESSAGE_KINDS = tuple(PARTS)
 SIDES = ("client", "agent")
 ABSENT = object()
 MAX_PROBLEMS = 5  # per message: the first few say enough
+UNFOLDED = "unfolded"
 
 
 @dataclass(frozen=True)
@@ -71,35 +72,123 @@ class SchemaFacts:
 def validate_timeline(tl: pl.DataFrame) -> SchemaFacts:
     """Validate every message of a timeline that the schema has a type for."""
     facts = SchemaFacts()
-    groups = _shape_groups(tl)
-    facts.shapes = groups.height
+    failing = _failing(tl, facts)
     found: dict[tuple[Any, ...], SchemaIssue] = {}
     members: dict[tuple[Any, ...], set[int]] = defaultdict(set)
-    msgs = tl["msg"]
-    for version, kind, src, method, shape, rows, traces in groups.iter_rows():
-        facts.checked += len(rows)
-        for msg, mine_rows, mine_traces in _units(shape, rows, traces, msgs):
-            verdict = _check(version, kind, src, method, msg)
-            if verdict is None:
-                continue
-            by_trace: dict[str, list[int]] = defaultdict(list)
-            for trace, row in zip(mine_traces, mine_rows, strict=True):
-                by_trace[trace].append(row)
-            for trace, mine in by_trace.items():
-                # explained by its own first message: the values a message quotes are its own
-                for issue in _explain(verdict, trace, msgs[mine[0]], mine[0], facts):
-                    key = (trace, *_issue_key(issue))
-                    found.setdefault(key, issue)
-                    members[key].update(mine)
+    msgs, traces = tl["msg"], tl["trace"]
+    for verdict, rows in failing:
+        by_trace: dict[str, list[int]] = defaultdict(list)
+        for row in rows:
+            by_trace[traces[row]].append(row)
+        for trace, mine in by_trace.items():
+            # explained by its own first message: the values a message quotes are its own
+            for issue in _explain(verdict, trace, msgs[mine[0]], mine[0], facts):
+                key = (trace, *_issue_key(issue))
+                found.setdefault(key, issue)
+                members[key].update(mine)
     for key, issue in found.items():
-        rows = tuple(sorted(members[key]))
-        facts.issues.append(replace(issue, rows=rows))
+        facts.issues.append(replace(issue, rows=tuple(sorted(members[key]))))
     facts.issues.sort(key=lambda i: i.row)
     for issue in facts.issues:
         if issue.severity == "error":
             for row in issue.rows:
                 facts.hard.setdefault(row, issue)
     return facts
+
+
+CHUNK_ROWS = 20_000  # timeline rows shaped at a time: only one chunk's shapes are in memory
+_HEAD = ["version", "kind", "src", "key", "h1", "h2", "n"]  # a shape: its message kind, hashes
+
+
+def _failing(tl: pl.DataFrame, facts: SchemaFacts) -> list[tuple[_Verdict, list[int]]]:
+    """Every way messages break the schema, with their rows: each distinct shape (known by its
+    message kind and two 64-bit hashes and the length of its text) is validated once, and
+    rows are kept only for the shapes that fail. A chunk at a time, so memory stays small."""
+    verdicts: dict[tuple[Any, ...], _Verdict | str | None] = {}
+    rows_of: dict[tuple[Any, ...], list[int]] = defaultdict(list)
+    for chunk in _chunks(tl):
+        heads = chunk.group_by(_HEAD, maintain_order=True).agg(
+            pl.col("shape").first(), pl.len().alias("count")
+        )
+        bad = []
+        for *head, shape, count in heads.iter_rows():
+            facts.checked += count
+            key = tuple(head)
+            if key not in verdicts:
+                verdicts[key] = _verdict_of(head, shape)
+            if verdicts[key] is not None:
+                bad.append(key)
+        for *head, rows in (
+            chunk.join(pl.DataFrame(bad, schema=chunk.select(_HEAD).schema, orient="row"), on=_HEAD)
+            .group_by(_HEAD, maintain_order=True)
+            .agg(pl.col("row"))
+            .iter_rows()
+            if bad
+            else ()
+        ):
+            rows_of[tuple(head)].extend(rows)
+    facts.shapes = len(verdicts)
+    out: list[tuple[_Verdict, list[int]]] = []
+    msgs = tl["msg"]
+    for key, rows in rows_of.items():
+        verdict = verdicts[key]
+        if isinstance(verdict, _Verdict):
+            out.append((verdict, rows))
+            continue
+        for row in rows:  # a shape that is not JSON: each message on its own (shapes.py)
+            msg = _loads_or_none(msgs[row])
+            single = None if msg is None else _check(*key[:4], msg)
+            if single is not None:
+                out.append((single, [row]))
+    return out
+
+
+def _verdict_of(head: list[Any], shape: str) -> _Verdict | str | None:
+    """A shape's verdict: None (valid, or no type), where it breaks, or UNFOLDED when the
+    shape is not JSON and its messages must be validated one by one."""
+    try:
+        msg = loads(shape)
+    except ValueError:
+        return UNFOLDED
+    return _check(head[0], head[1], head[2], head[3], msg)
+
+
+def _loads_or_none(text: str) -> Any:
+    try:
+        return loads(text)
+    except ValueError:  # never: the reader parsed every message
+        return None
+
+
+def _chunks(tl: pl.DataFrame) -> Iterator[pl.DataFrame]:
+    """The messages the schema has a type for, a slice of the timeline at a time, with their
+    shape (slices share the timeline's data: only the shapes are new)."""
+    kind = pl.col("kind")
+    key = (
+        pl.when(kind == "response")
+        .then(pl.col("request_method"))
+        .when(kind == "error")
+        .then(pl.lit(""))
+        .otherwise(pl.col("method"))
+    )
+    version = pl.when(pl.col("protocol").is_in(VERSIONS)).then(pl.col("protocol")).otherwise(0)
+    shape = pl.col("shape")
+    known = _known().lazy()
+    for start in range(0, tl.height, CHUNK_ROWS):
+        yield (
+            tl.slice(start, CHUNK_ROWS)
+            .lazy()
+            .filter(kind.is_in(MESSAGE_KINDS) & pl.col("src").is_in(SIDES))
+            .select("row", "src", "kind", key.alias("key"), version.alias("version"), "msg")
+            .join(known, on=["kind", "src", "key"], how="semi", maintain_order="left")
+            .select("row", "version", "kind", "src", "key", shape_expr().alias("shape"))
+            .with_columns(
+                shape.hash(seed=1).alias("h1"),
+                shape.hash(seed=2).alias("h2"),
+                shape.str.len_bytes().alias("n"),
+            )
+            .collect()
+        )
 
 
 def _known() -> pl.DataFrame:
@@ -115,30 +204,6 @@ def _known() -> pl.DataFrame:
     return pl.DataFrame(sorted(keys), schema=["kind", "src", "key"], orient="row")
 
 
-def _shape_groups(tl: pl.DataFrame) -> pl.DataFrame:
-    """One row per (version, kind, sender, method, shape): the rows and traces that have it."""
-    kind = pl.col("kind")
-    key = (
-        pl.when(kind == "response")
-        .then(pl.col("request_method"))
-        .when(kind == "error")
-        .then(pl.lit(""))
-        .otherwise(pl.col("method"))
-    )
-    version = pl.when(pl.col("protocol").is_in(VERSIONS)).then(pl.col("protocol")).otherwise(0)
-    return (
-        tl.lazy()
-        .filter(kind.is_in(MESSAGE_KINDS) & pl.col("src").is_in(SIDES))
-        .select("row", "trace", "src", "kind", key.alias("key"), version.alias("version"), "msg")
-        .join(_known().lazy(), on=["kind", "src", "key"], how="semi", maintain_order="left")
-        .select("row", "trace", "version", "kind", "src", "key", shape_expr().alias("shape"))
-        .group_by(["version", "kind", "src", "key", "shape"], maintain_order=True)
-        .agg(pl.col("row"), pl.col("trace"))
-        .select("version", "kind", "src", "key", "shape", "row", "trace")
-        .collect()
-    )
-
-
 @dataclass(frozen=True)
 class _Verdict:
     version: int
@@ -147,21 +212,6 @@ class _Verdict:
     src: str
     method: str
     type_name: str
-
-
-def _units(
-    shape: str, rows: list[int], traces: list[str], msgs: pl.Series
-) -> Iterator[tuple[Any, list[int], list[str]]]:
-    """What to validate for one shape: the shape itself for all its messages, or, when it is
-    not JSON (a string made of a colon stood where a key ends: shapes.py), each message."""
-    try:
-        yield loads(shape), rows, traces
-    except ValueError:
-        for row, trace in zip(rows, traces, strict=True):
-            try:
-                yield loads(msgs[row]), [row], [trace]
-            except ValueError:  # never: the reader parsed every message
-                continue
 
 
 def _check(version: int, kind: str, src: str, method: str, msg: Any) -> _Verdict | None:
