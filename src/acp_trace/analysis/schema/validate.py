@@ -137,7 +137,8 @@ def _failing(tl: pl.DataFrame, facts: SchemaFacts) -> list[tuple[_Verdict, list[
             continue
         for row in rows:  # a shape that is not JSON: each message on its own (shapes.py)
             msg = _loads_or_none(msgs[row])
-            single = None if msg is None else _check(*key[:4], msg)
+            version, kind, src, method = key[:4]
+            single = None if msg is None else _check(version, kind, src, method, msg)
             if single is not None:
                 out.append((single, [row]))
     return out
