@@ -27,12 +27,14 @@ HERE = Path(__file__).resolve().parent
 LIBRARIES = ("jsonschema-rs", "fastjsonschema", "jsonschema")
 
 
-def generate(mb: float, folder: Path) -> Path:
-    """A trace of about `mb` MB from gen_trace.py (its own random seed: the same every run)."""
+def generate(mb: float, folder: Path, history: int | None = None) -> Path:
+    """A trace of about `mb` MB from gen_trace.py (its own random seed: the same every run);
+    `history`: replayed updates per resume (short ones: more prompts, permissions, errors)."""
     folder.mkdir(parents=True, exist_ok=True)
     import subprocess
 
     argv = [python(), str(HERE / "gen_trace.py"), "--mb", str(mb), "--out", str(folder)]
+    argv += ["--history", str(history)] if history else []
     subprocess.run(argv, check=True, capture_output=True)
     return folder / "trace.jsonl"
 
@@ -95,7 +97,9 @@ def _fast(check: Any, error: type[Exception]) -> Any:
 
 def validators(args: argparse.Namespace) -> list[Figure]:
     with tempfile.TemporaryDirectory() as tmp:
-        msgs = messages(generate(args.mb, Path(tmp)))[: args.messages]
+        every = messages(generate(args.mb, Path(tmp), history=200))
+    # an even sample across the trace, so that every kind of message is in it
+    msgs = every[:: max(1, len(every) // args.messages)][: args.messages]
     names = {n for n, _ in msgs}
     compile_s: dict[str, float] = {}
     checkers: dict[str, Any] = {}
