@@ -39,7 +39,7 @@ def schema_invalid(ctx: Context) -> Iterator[Finding]:
             text += f"; receivers are told to tolerate this ({problem.lenient}), so: warning"
         elif issue.version is None:
             text += (
-                "; the connection negotiated no protocol version (no initialize), so it was "
+                "; the connection negotiated no protocol version 1 or 2 (no initialize), so it was "
                 "checked against v1 and v2 and breaks both: warning"
             )
         yield ctx.at(

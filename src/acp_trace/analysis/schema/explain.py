@@ -204,7 +204,7 @@ def _first(node: Any, doc: dict[str, Any]) -> str:
 
 
 def _text(error: Any, keyword: str, detail: dict[str, Any]) -> str:
-    got = _json_type(error.instance)
+    got = json_type(error.instance)
     if keyword == "type":
         types = detail.get("types") or []
         return f"expected {' or '.join(map(str, types))}, got {got}"
@@ -241,7 +241,7 @@ def _alternatives(error: Any) -> str:
     return f"the alternatives ({shown})" if seen else "the alternatives"
 
 
-def _json_type(value: Any) -> str:
+def json_type(value: Any) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):

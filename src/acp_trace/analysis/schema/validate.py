@@ -17,11 +17,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import orjson
 import polars as pl
 
 from acp_trace.analysis.schema.catalog import PARTS, VERSIONS, schema
-from acp_trace.analysis.schema.explain import Problem, problems
+from acp_trace.analysis.schema.explain import Problem, json_type, problems
 from acp_trace.analysis.schema.shapes import shape_expr
 from acp_trace.jsonrpc import MARKER_KIND, loads
 
@@ -294,12 +293,11 @@ def _marker_problems(update: dict[str, Any]) -> list[Problem]:
     meta = update.get("_meta")
     if meta is None or isinstance(meta, dict):
         return []
-    got = "an array" if isinstance(meta, list) else orjson.dumps(type(meta).__name__).decode()
     return [
         Problem(
             path=("update", "_meta"),
             keyword="type",
-            text=f"expected object or null, got {got}",
+            text=f"expected object or null, got {json_type(meta)}",
             says="The _meta property is reserved by ACP to allow clients and agents to attach "
             "additional metadata to their interactions.",
             lenient="x-deserialize-default-on-error",
