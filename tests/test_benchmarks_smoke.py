@@ -55,3 +55,14 @@ def test_pingpong_client_and_plain_replays_run_alone(tmp_path: Path) -> None:
     run("gen_trace.py", "--mb", "0.05", "--history", "20", "--out", str(tmp_path))
     rows = [json.loads(line) for line in run("plain_replays.py", str(tmp_path)).splitlines()]
     assert rows and all(r["outcome"] for r in rows)
+
+
+def test_schema_benchmark_runs(tmp_path: Path) -> None:
+    """bench_schema.py compares the three validators and measures the validation budget."""
+    out = tmp_path / "figures.json"
+    args = ["all", "--mb", "0.05", "--messages", "200", "--reps", "1", "--json", str(out)]
+    stdout = run("bench_schema.py", *args)
+    names = [f["name"] for f in json.loads(out.read_text())["figures"]]
+    assert "== schema validation" in stdout
+    assert "fastjsonschema / jsonschema-rs, validation time" in names
+    assert "check with / without validation" in names

@@ -61,13 +61,16 @@ class Analysis:
             raise UsageError(f"--by {by}: expected one of {', '.join(latency.GROUPS)}")
         return latency.request_latency(self.timeline, by)
 
-    def findings(self, rules: list[str] | None = None, min_severity: str = "info") -> pl.DataFrame:
+    def findings(
+        self, rules: list[str] | None = None, min_severity: str = "info", *, schema: bool = True
+    ) -> pl.DataFrame:
+        """The check findings; `schema=False` skips the JSON Schema validation of messages."""
         unknown = [r for r in rules or [] if r not in checks.RULES]
         if unknown:
             raise UsageError(f"unknown rule id {', '.join(unknown)}; see `acp-trace rules`")
         if min_severity not in checks.SEVERITIES:
             raise UsageError(f"--min-severity {min_severity}: expected error, warning or info")
-        ctx = checks.Context(self.timeline, self.facts, self.turn_facts, self.headers)
+        ctx = checks.Context(self.timeline, self.facts, self.turn_facts, self.headers, schema)
         return checks.run_checks(ctx, rules, min_severity)
 
     def traces(self) -> pl.DataFrame:
@@ -103,9 +106,11 @@ def check(
     marker_meta: str | None = None,
     rules: list[str] | None = None,
     min_severity: str = "info",
+    schema: bool = True,
 ) -> pl.DataFrame:
-    """The findings of every rule (or the selected ones) on some traces."""
-    return analyze(paths, marker_meta=marker_meta).findings(rules, min_severity)
+    """The findings of every rule (or the selected ones) on some traces; `schema=False` skips
+    the JSON Schema validation of every message (rules schema-invalid and caused-error)."""
+    return analyze(paths, marker_meta=marker_meta).findings(rules, min_severity, schema=schema)
 
 
 def timeline_of(paths: Paths | pl.DataFrame, *, marker_meta: str | None = None) -> pl.DataFrame:

@@ -81,12 +81,20 @@ def check(
     ] = "info",
     marker_meta: MarkerMeta = None,
     source_format: From = None,
+    schema: Annotated[
+        bool,
+        typer.Option(
+            "--schema/--no-schema",
+            help="Validate every message against the ACP JSON Schema (schema-invalid, "
+            "caused-error).",
+        ),
+    ] = True,
 ) -> None:
     """Evaluate every rule of the catalogue; exit 1 when there is an error finding."""
     from acp_trace.render import report as render
 
     a = analyze_paths(traces, marker_meta, source_format)
-    findings = a.findings(rule, min_severity)
+    findings = a.findings(rule, min_severity, schema=schema)
     emit(render.check_output(a, findings, fmt), CHECK_KINDS[fmt])
     if findings.filter(findings["severity"] == "error").height:
         raise typer.Exit(1)
@@ -156,4 +164,4 @@ def rules() -> None:
     from acp_trace.analysis.checks import RULES
 
     for r in RULES.values():
-        typer.echo(f"{r.id:<30} {r.severity:<8} {r.summary}")
+        typer.echo(f"{r.id:<30} {r.severity:<8} {r.side:<7} {r.summary}")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import json
+import re
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
@@ -76,50 +78,103 @@ def frames(tables: dict[str, pl.DataFrame], fmt: str) -> str:
 
 
 def check_output(analysis: Any, findings: pl.DataFrame, fmt: str) -> str:
-    """The output of `acp-trace check` in `text`, `json` or `junit`."""
-    traces = analysis.traces()
+    """The output of `acp-trace check` in `text`, `json` or `junit`; the inputs skipped while
+    reading (files that are no trace) are listed apart from the traces."""
+    from acp_trace.trace.reader import skipped_inputs
+
+    skipped = skipped_inputs(analysis.records)
+    traces = analysis.traces().filter(~pl.col("trace").is_in(skipped["trace"].implode()))
     if fmt == "text":
-        return format_findings(findings, traces)
+        return format_findings(findings, traces, skipped.height)
     if fmt == "json":
         doc = {
             "findings": rows_json(findings),
             "replays": rows_json(analysis.replays),
             "traces": [{"path": t, "records": n, "malformed": m} for t, n, m in traces.iter_rows()],
+            "input_problems": [{"path": t, "problem": p} for t, p in skipped.iter_rows()],
         }
-        return orjson.dumps(doc, option=JSON_OPTS).decode()
+        return _json_text(doc)
     if fmt == "junit":
-        return junit(findings, traces)
+        return junit(findings, traces, skipped)
     raise UsageError(f"--format {fmt}: expected text, json or junit")
 
 
-def junit(findings: pl.DataFrame, traces: pl.DataFrame) -> str:
-    """JUnit XML: a testsuite per trace, a testcase per rule; error findings fail the case."""
+def _json_text(doc: Any) -> str:
+    """Indented JSON; text orjson refuses (a lone surrogate from a trace) is written escaped."""
+    try:
+        return orjson.dumps(doc, option=JSON_OPTS).decode()
+    except orjson.JSONEncodeError:
+        return json.dumps(doc, indent=2, ensure_ascii=True) + "\n"
+
+
+def junit(findings: pl.DataFrame, traces: pl.DataFrame, skipped: pl.DataFrame | None = None) -> str:
+    """JUnit XML: a testsuite per trace, a testcase per rule and side (the side is the
+    testcase's classname: agent, client or both); error findings fail the case. The inputs
+    skipped while reading are skipped testcases of a suite of their own."""
     from acp_trace.analysis.checks import RULES
 
     out = ['<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="acp-trace check">\n']
     for trace in traces["trace"].to_list():
         mine = findings.filter(pl.col("trace") == trace)
-        failing = mine.filter(pl.col("severity") == "error")["rule"].n_unique()
+        cases: list[tuple[str, str, pl.DataFrame]] = []
+        for rule_id, rule in RULES.items():
+            found = mine.filter(pl.col("rule") == rule_id)
+            sides = found["side"].unique(maintain_order=True).to_list() or [rule.side]
+            cases.extend((rule_id, side, found.filter(pl.col("side") == side)) for side in sides)
+        failing = sum(1 for _, _, f in cases if f.filter(pl.col("severity") == "error").height)
+        out.append(f'  <testsuite name={_attr(trace)} tests="{len(cases)}" failures="{failing}">\n')
+        out.extend(_testcase(rule_id, side, found) for rule_id, side, found in cases)
+        out.append("  </testsuite>\n")
+    if skipped is not None and skipped.height:
         out.append(
-            f'  <testsuite name={quoteattr(trace)} tests="{len(RULES)}" failures="{failing}">\n'
+            f'  <testsuite name="acp-trace inputs" tests="{skipped.height}" failures="0" '
+            f'skipped="{skipped.height}">\n'
         )
-        for rule_id in RULES:
-            out.append(_testcase(trace, rule_id, mine.filter(pl.col("rule") == rule_id)))
+        for path, problem in skipped.iter_rows():
+            out.append(
+                f'    <testcase classname="input" name={_attr(path)}>\n'
+                f"      <skipped message={_attr(f'not read: {problem}')}/>\n    </testcase>\n"
+            )
         out.append("  </testsuite>\n")
     out.append("</testsuites>\n")
     return "".join(out)
 
 
-def _testcase(trace: str, rule_id: str, found: pl.DataFrame) -> str:
-    head = f"    <testcase classname={quoteattr(trace)} name={quoteattr(rule_id)}"
+def _testcase(rule_id: str, side: str, found: pl.DataFrame) -> str:
+    head = f"    <testcase classname={_attr(side)} name={_attr(rule_id)}"
     if not found.height:
         return head + "/>\n"
     lines = "\n".join(
-        f"{f['severity']} at seq {f['seq']} (session {f['session']}): {f['message']}"
+        f"{f['severity']} at seq {f['seq']} in {f['trace']} (session {f['session']}): "
+        f"{f['message']}"
         for f in found.iter_rows(named=True)
     )
     errors = found.filter(pl.col("severity") == "error")
     if errors.height:
-        first = escape(errors["message"][0])
-        return f"{head}>\n      <failure message={quoteattr(first)}>{escape(lines)}</failure>\n    </testcase>\n"
-    return f"{head}>\n      <system-out>{escape(lines)}</system-out>\n    </testcase>\n"
+        first = _attr(errors["message"][0])
+        return (
+            f"{head}>\n      <failure message={first}>{_text(lines)}</failure>\n    </testcase>\n"
+        )
+    return f"{head}>\n      <system-out>{_text(lines)}</system-out>\n    </testcase>\n"
+
+
+# Characters XML 1.0 cannot hold (C0 controls but tab and newline, lone surrogates, U+FFFE/F)
+# and those it discourages or that act on a terminal (DEL, C1 controls, bidi overrides).
+_NOT_XML = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufffe\uffff]"
+)
+
+
+def _xml_safe(text: str) -> str:
+    """Trace text as XML 1.0 can hold it: what it cannot is shown as `\\uNNNN`."""
+    return _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", str(text))
+
+
+def _attr(text: str) -> str:
+    """A quoted XML attribute value (newlines and tabs kept as character references)."""
+    return quoteattr(_xml_safe(text), {"\n": "&#10;", "\r": "&#13;", "\t": "&#9;"})
+
+
+def _text(text: str) -> str:
+    """XML character data (`]]>` cannot end a section: `>` is escaped)."""
+    return escape(_xml_safe(text))

@@ -81,24 +81,43 @@ def _summary_block(row: dict[str, Any]) -> list[str]:
     return out
 
 
-def format_findings(findings: pl.DataFrame, traces: pl.DataFrame) -> str:
-    """`acp-trace check` text: findings grouped by trace and session, then counts per severity."""
-    out: list[str] = []
-    for (trace,), part in findings.group_by("trace", maintain_order=True):
-        out.append(f"{trace}\n")
-        for (session,), group in part.group_by("session", maintain_order=True):
-            out.append(f"  session {session or '(none)'}\n")
-            for f in group.iter_rows(named=True):
-                where = f"seq {f['seq']}" if f["seq"] is not None else "-"
-                out.append(f"    {f['severity']:<7} {f['rule']} at {where}: {f['message']}\n")
-    counts = {
-        s: findings.filter(pl.col("severity") == s).height for s in ("error", "warning", "info")
-    }
-    malformed = int(traces["malformed"].sum()) if traces.height else 0
-    out.append(
-        f"{traces.height} traces, {counts['error']} errors, {counts['warning']} warnings, "
-        f"{counts['info']} info" + (f", {malformed} malformed lines" if malformed else "") + "\n"
+SIDE_ORDER = ("agent", "client", "both")
+SIDE_TITLES = {
+    "agent": "the agent's faults",
+    "client": "the client's faults",
+    "both": "the exchange (either side, or the recording)",
+}
+
+
+def _counts(findings: pl.DataFrame) -> str:
+    counts = {s: findings.filter(pl.col("severity") == s).height for s in ("error", "warning")}
+    info = findings.filter(pl.col("severity") == "info").height
+    return (
+        f"{plural(counts['error'], 'error')}, {plural(counts['warning'], 'warning')}, {info} info"
     )
+
+
+def format_findings(findings: pl.DataFrame, traces: pl.DataFrame, skipped: int = 0) -> str:
+    """`acp-trace check` text: findings grouped by side (the agent's first, then the client's,
+    then those of the exchange), then by trace and session; then the counts."""
+    out: list[str] = []
+    for side in SIDE_ORDER:
+        mine = findings.filter(pl.col("side") == side)
+        if not mine.height:
+            continue
+        out.append(f"{SIDE_TITLES[side]}: {_counts(mine)}\n")
+        for (trace,), part in mine.group_by("trace", maintain_order=True):
+            out.append(f"  {terminal(str(trace))}\n")
+            for (session,), group in part.group_by("session", maintain_order=True):
+                out.append(f"    session {terminal(session) if session else '(none)'}\n")
+                for f in group.iter_rows(named=True):
+                    where = f"seq {f['seq']}" if f["seq"] is not None else "-"
+                    text = terminal(f["message"])
+                    out.append(f"      {f['severity']:<7} {f['rule']} at {where}: {text}\n")
+    malformed = int(traces["malformed"].sum()) if traces.height else 0
+    tail = f", {plural(malformed, 'malformed line')}" if malformed else ""
+    tail += f", {plural(skipped, 'input')} skipped" if skipped else ""
+    out.append(f"{plural(traces.height, 'trace')}, {_counts(findings)}{tail}\n")
     return "".join(out)
 
 
