@@ -51,10 +51,10 @@ def test_junit_is_valid_xml_whatever_the_trace_holds(tmp_path: Path) -> None:
 def test_lone_surrogates_never_reach_xml_or_a_terminal() -> None:
     """A lone surrogate (what JSON.stringify writes for a cut emoji) is shown as an escape in
     XML and in the text output, so neither fails to encode."""
+    from acp_trace.render.escape import terminal
     from acp_trace.render.report.formats import _attr, _text
-    from acp_trace.render.report.text import _term
 
-    for out in (_attr("a\ud83db"), _text("a\ud83db"), _term("a\ud83db")):
+    for out in (_attr("a\ud83db"), _text("a\ud83db"), terminal("a\ud83db")):
         assert "\\ud83d" in out
         out.encode("utf-8")
 

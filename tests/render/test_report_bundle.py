@@ -238,7 +238,7 @@ def test_report_of_a_thousand_traces_with_long_paths_fits_an_issue(tmp_path: Pat
     assert "trace-0999-" in table[2] and not any("trace-0000-" in row for row in table)
     parser = _Tags()
     parser.feed(files.html.read_text())
-    assert max(len(rows) for rows in parser.rows) == 1 + 1000
+    assert 1 + 1000 in [len(rows) for rows in parser.rows]  # the replays table, whole
     assert pl.read_csv(files.csv).height == 1000
     for text in (md, files.html.read_text(), files.csv.read_text()):
         assert str(tmp_path) not in text
