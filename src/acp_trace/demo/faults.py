@@ -1,0 +1,383 @@
+"""Faults named after the rules (rules.md), applied to one window of an agent's traffic.
+
+A window is what an agent sends for one resume or load: the replay (history, children,
+markers), the tail (live updates, the state snapshot), the response, and what follows the
+response. The demo agent builds correct windows from a fabricated history and `acp-trace mock`
+builds them from a recording; `bend` makes either break the rule a fault is named after.
+Connection-level faults (`non-json-line`, `orphan-response`) and those that need a history to
+invent (`marker-unexpected`, `replay-without-cursor`) stay with the demo agent.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from acp_trace.jsonrpc import (
+    HISTORY_KINDS,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    MARKER_KIND,
+    MESSAGE_KINDS,
+)
+
+Update = dict[str, Any]
+CRASH_EXIT_CODE = 3
+PERMISSION_METHOD = "session/request_permission"
+
+# Window kinds: a v2 resume with a replayFrom cursor, a resume without one, a v1 session/load.
+REPLAY, RESUME, LOAD = "replay", "resume", "load"
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One injectable fault: what it does, and whether `acp-trace mock` can apply it."""
+
+    says: str
+    mock: bool = True
+    takes: str | None = None  # the name of its `:N` argument, when it takes one
+
+
+FAULTS: dict[str, Fault] = {
+    "marker-missing": Fault("v2 replay without the replay_complete marker"),
+    "marker-late": Fault("the marker comes after the response"),
+    "marker-duplicate": Fault("two markers for one resume"),
+    "marker-unexpected": Fault(
+        "a marker on session/new and on a resume without cursor", mock=False
+    ),
+    "marker-with-rejection": Fault("the whole replay and its marker, then -32602"),
+    "live-before-marker": Fault("an available_commands_update before the replayed history"),
+    "request-before-marker": Fault("a session/request_permission in the middle of the replay"),
+    "child-marker-missing": Fault("child sessions get no marker (implies one child at least)"),
+    "child-marker-before-announce": Fault(
+        "a child's replay and marker come before its subagent_update"
+    ),
+    "state-snapshot-missing": Fault("no state_update before the resume response"),
+    "message-id-missing": Fault("v2 replayed messages carry no messageId"),
+    "replay-without-cursor": Fault(
+        "a resume without cursor (v1: session/resume) replays the history", mock=False
+    ),
+    "load-updates-after-response": Fault(
+        "v1 load: the response after the first update, then the rest"
+    ),
+    "crash-mid-replay": Fault(
+        f"exit with code {CRASH_EXIT_CODE} in the middle of the replay (`:N`: after N updates)",
+        takes="N",
+    ),
+    "error-after-marker": Fault("the replay and its marker, then -32603"),
+    "truncate": Fault(
+        "the first N history updates of the replay, no marker, then -32603", takes="N"
+    ),
+    "non-json-line": Fault("a line of plain text on stdout after the initialize response", False),
+    "orphan-response": Fault("a response to no request after the initialize response", False),
+}
+
+
+@dataclass(frozen=True)
+class FaultSet:
+    """The faults asked for, with their arguments (`crash-mid-replay:N`, `truncate:N`)."""
+
+    names: frozenset[str] = frozenset()
+    crash_after: int | None = None
+    truncate_after: int | None = None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.names
+
+
+def parse_faults(specs: Iterable[str], *, mock: bool = False) -> FaultSet:
+    """`NAME` or `NAME:N` specs into a FaultSet; ValueError names what is wrong and what is known."""
+    names: set[str] = set()
+    args: dict[str, int] = {}
+    for spec in specs:
+        name, colon, arg = spec.partition(":")
+        fault = FAULTS.get(name)
+        if fault is None or (mock and not fault.mock):
+            known = [n for n, f in FAULTS.items() if f.mock or not mock]
+            raise ValueError(f"unknown fault {spec!r}; known: {', '.join(known)}")
+        if colon:
+            if fault.takes is None or not arg.isdigit():
+                wanted = f"{name}:{fault.takes}" if fault.takes else name
+                raise ValueError(f"fault {spec!r}: expected {wanted} with N a whole number")
+            args[name] = int(arg)
+        elif name == "truncate":
+            raise ValueError("fault 'truncate': expected truncate:N (N history updates kept)")
+        names.add(name)
+    return FaultSet(frozenset(names), args.get("crash-mid-replay"), args.get("truncate"))
+
+
+# ---------------------------------------------------------------- windows
+
+
+@dataclass(frozen=True)
+class Step:
+    """One message of a window: an update on `session`, or (`ask`) an agent request for it.
+
+    `item` is the sender's own payload (the mock's recorded line); a step a fault adds has none.
+    """
+
+    session: str | None
+    update: Update | None = None
+    ask: str | None = None
+    item: Any = None
+
+
+@dataclass(frozen=True)
+class Pause:
+    """Wait before going on: `draw()` gives the seconds, drawn when the pause is played."""
+
+    draw: Callable[[], float]
+
+
+@dataclass(frozen=True)
+class Crash:
+    """Exit at once with `code`, sending nothing more."""
+
+    code: int = CRASH_EXIT_CODE
+
+
+Action = Step | Pause | Crash
+
+
+@dataclass(frozen=True)
+class Reply:
+    """The response to the window's request: as built (`item`), or an injected `error`."""
+
+    item: Any = None
+    error: tuple[int, str] | None = None
+
+
+@dataclass
+class Window:
+    """What one resume or load sends: replay, tail, the reply, then what follows the reply."""
+
+    session: str
+    kind: str  # REPLAY, RESUME or LOAD
+    replay: list[Action]
+    tail: list[Action] = field(default_factory=list)
+    reply: Reply = field(default_factory=Reply)
+    after: list[Action] = field(default_factory=list)
+
+    def sequence(self) -> list[Action | Reply]:
+        """Everything in the order it is sent, the reply in its place."""
+        return [*self.replay, *self.tail, self.reply, *self.after]
+
+
+def marker(sid: str) -> Step:
+    """The replay_complete marker on `sid`."""
+    return Step(sid, {"sessionUpdate": MARKER_KIND})
+
+
+def live_step(sid: str) -> Step:
+    """The live update `live-before-marker` puts before the history."""
+    commands = [{"name": "help", "description": "Show help"}]
+    return Step(sid, {"sessionUpdate": "available_commands_update", "availableCommands": commands})
+
+
+def permission_params(sid: str) -> dict[str, Any]:
+    """The params of the permission request `request-before-marker` sends."""
+    tool_call = {"toolCallId": "call_replay", "title": "Read the project files"}
+    options = [
+        {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+        {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+    ]
+    return {"sessionId": sid, "toolCall": tool_call, "options": options}
+
+
+def kind_of(action: Action | Reply) -> str | None:
+    """The `sessionUpdate` of an update step, else None."""
+    if isinstance(action, Step) and action.update is not None:
+        kind = action.update.get("sessionUpdate")
+        return kind if isinstance(kind, str) else None
+    return None
+
+
+def _is_marker(action: Action, sid: str) -> bool:
+    return isinstance(action, Step) and action.session == sid and kind_of(action) == MARKER_KIND
+
+
+def _is_history(action: Action, sid: str | None = None) -> bool:
+    if not isinstance(action, Step) or (sid is not None and action.session != sid):
+        return False
+    return kind_of(action) in HISTORY_KINDS
+
+
+# ---------------------------------------------------------------- bending
+
+
+def bend(window: Window, faults: FaultSet, pause: Callable[[], float] | None = None) -> Window:
+    """The window with the faults that apply to its kind, and `pause` before its tail.
+
+    Faults that need a marker put one where a correct agent would (at the end of the replay)
+    when the window has none; the pause is left out when the response is an injected error
+    or comes right after the first update.
+    """
+    w = replace(window, replay=list(window.replay), tail=list(window.tail))
+    w.after = list(window.after)
+    if "message-id-missing" in faults:
+        w.replay = [_without_message_id(a) for a in w.replay]
+    if w.kind == REPLAY:
+        _bend_markers(w, faults)
+    if "state-snapshot-missing" in faults:
+        w.replay = [a for a in w.replay if not _is_state(a, w.session)]
+        w.tail = [a for a in w.tail if not _is_state(a, w.session)]
+    injected = _inject_error(w, faults)
+    split = (
+        not injected
+        and "load-updates-after-response" in faults
+        and w.kind == LOAD
+        and _split_load(w)
+    )
+    if "crash-mid-replay" in faults:
+        _insert_crash(w, faults.crash_after)
+    if pause is not None and not injected and not split:
+        w.tail.insert(0, Pause(pause))
+    return w
+
+
+def _bend_markers(w: Window, faults: FaultSet) -> None:
+    """The faults of a v2 replaying resume: children, live and request steps, markers."""
+    sid = w.session
+    if "child-marker-missing" in faults:
+        w.replay = [a for a in w.replay if not _is_child_marker(a, sid)]
+    if "child-marker-before-announce" in faults:
+        w.replay = _announce_late(w.replay, sid)
+    if "live-before-marker" in faults:
+        w.replay.insert(0, live_step(sid))
+    if "request-before-marker" in faults:
+        others = sum(1 for a in w.replay if not _is_marker(a, sid))
+        w.replay.insert(others // 2, Step(sid, ask=PERMISSION_METHOD))
+    needs_one = faults.names & {"marker-duplicate", "error-after-marker", "marker-with-rejection"}
+    if faults.names & {"marker-missing", "marker-late"}:
+        w.replay = [a for a in w.replay if not _is_marker(a, sid)]
+    elif needs_one and not any(_is_marker(a, sid) for a in w.replay):
+        w.replay.append(marker(sid))
+    if "marker-duplicate" in faults:
+        last = max(i for i, a in enumerate(w.replay) if _is_marker(a, sid))
+        w.replay.insert(last + 1, marker(sid))
+    if "marker-late" in faults:
+        w.after.insert(0, marker(sid))
+
+
+def _inject_error(w: Window, faults: FaultSet) -> bool:
+    """`truncate:N`, `error-after-marker`, `marker-with-rejection`: True when one applied."""
+    error: tuple[int, str] | None = None
+    n = faults.truncate_after
+    if n is not None and w.kind in (REPLAY, LOAD):
+        w.replay = _first_history(w.replay, w.session, n)
+        error = (INTERNAL_ERROR, f"the replay was cut after {n} history updates (injected)")
+    elif w.kind == REPLAY and "error-after-marker" in faults:
+        error = (INTERNAL_ERROR, "internal error after the replay (injected)")
+    elif w.kind == REPLAY and "marker-with-rejection" in faults:
+        error = (INVALID_PARAMS, "cursor rejected after the replay (injected)")
+    if error is None:
+        return False
+    w.tail, w.after, w.reply = [], [], replace(w.reply, error=error)
+    return True
+
+
+def _split_load(w: Window) -> bool:
+    """The response right after the first update, the rest of the replay after it."""
+    first = next((i for i, a in enumerate(w.replay) if kind_of(a) is not None), None)
+    if first is None:
+        return False
+    w.after[:0] = w.replay[first + 1 :]
+    w.replay = w.replay[: first + 1]
+    return True
+
+
+def _insert_crash(w: Window, after: int | None) -> None:
+    """A Crash after `after` updates of the replay (by default half of them, and no crash when
+    it has none); after its last update when it has fewer."""
+    updates = [i for i, a in enumerate(w.replay) if kind_of(a) is not None]
+    if not updates:
+        if after is not None:
+            w.replay.append(Crash())
+        return
+    stops = [updates[0], *(i + 1 for i in updates)]  # before the first, after each
+    n = len(updates) // 2 if after is None else after
+    w.replay.insert(stops[min(n, len(updates))], Crash())
+
+
+def _first_history(replay: list[Action], sid: str, n: int) -> list[Action]:
+    """The replay up to its n-th history update on `sid`, without the markers on `sid`."""
+    out: list[Action] = []
+    seen = 0
+    for action in replay:
+        if seen >= n:
+            break
+        if not _is_marker(action, sid):
+            out.append(action)
+        seen += _is_history(action, sid)
+    return out
+
+
+def _announce_late(replay: list[Action], sid: str) -> list[Action]:
+    """Each child's subagent_update moved to just after the child's last step."""
+    out = list(replay)
+    for announce in [a for a in replay if _announced(a, sid) is not None]:
+        child = _announced(announce, sid)
+        last = max(
+            (i for i, a in enumerate(out) if isinstance(a, Step) and a.session == child),
+            default=None,
+        )
+        if last is not None and last > out.index(announce):
+            out.remove(announce)
+            out.insert(last, announce)
+    return out
+
+
+def _announced(action: Action, sid: str) -> str | None:
+    if isinstance(action, Step) and action.session == sid and kind_of(action) == "subagent_update":
+        child = (action.update or {}).get("sessionId")
+        return child if isinstance(child, str) else None
+    return None
+
+
+def _is_child_marker(action: Action, sid: str) -> bool:
+    return kind_of(action) == MARKER_KIND and isinstance(action, Step) and action.session != sid
+
+
+def _is_state(action: Action, sid: str) -> bool:
+    return isinstance(action, Step) and action.session == sid and kind_of(action) == "state_update"
+
+
+def _without_message_id(action: Action) -> Action:
+    if not isinstance(action, Step) or kind_of(action) not in MESSAGE_KINDS:
+        return action
+    if action.update is None or "messageId" not in action.update:
+        return action
+    update = {k: v for k, v in action.update.items() if k != "messageId"}
+    return replace(action, update=update)
+
+
+# ---------------------------------------------------------------- delays
+
+Delay = Callable[[random.Random], float]
+
+
+def parse_gap(spec: str) -> Delay:
+    """A delay in seconds from `0.5`, `uniform:A,B`, `lognormal:MU,SIGMA` or `exponential:MEAN`.
+
+    lognormal draws exp(N(MU, SIGMA)) seconds: `lognormal:0.7,0.5` has a median of 2 s, like a
+    cold start. Raises ValueError for anything else.
+    """
+    name, _, args = spec.partition(":")
+    if not args:
+        value = float(name)
+        if value < 0 or not math.isfinite(value):
+            raise ValueError(f"gap {spec!r}: expected a non-negative number of seconds")
+        return lambda _rng: value
+    nums = [float(a) for a in args.split(",")]
+    if name == "uniform" and len(nums) == 2:
+        return lambda rng: rng.uniform(nums[0], nums[1])
+    if name == "lognormal" and len(nums) == 2:
+        return lambda rng: rng.lognormvariate(nums[0], nums[1])
+    if name == "exponential" and len(nums) == 1:
+        return lambda rng: rng.expovariate(1 / nums[0])
+    raise ValueError(
+        f"gap {spec!r}: expected SECONDS, uniform:A,B, lognormal:MU,SIGMA or exponential:MEAN"
+    )
