@@ -20,6 +20,7 @@ from acp_trace.jsonrpc import (
     HISTORY_KINDS,
     INTERNAL_ERROR,
     INVALID_PARAMS,
+    LIVE_KINDS,
     MARKER_KIND,
     MESSAGE_KINDS,
 )
@@ -199,6 +200,10 @@ def _is_marker(action: Action, sid: str) -> bool:
     return isinstance(action, Step) and action.session == sid and kind_of(action) == MARKER_KIND
 
 
+def _is_live(action: Action, sid: str) -> bool:
+    return isinstance(action, Step) and action.session == sid and kind_of(action) in LIVE_KINDS
+
+
 def _is_history(action: Action, sid: str | None = None) -> bool:
     if not isinstance(action, Step) or (sid is not None and action.session != sid):
         return False
@@ -239,27 +244,40 @@ def bend(window: Window, faults: FaultSet, pause: Callable[[], float] | None = N
 
 
 def _bend_markers(w: Window, faults: FaultSet) -> None:
-    """The faults of a v2 replaying resume: children, live and request steps, markers."""
+    """The faults of a v2 replaying resume: children, markers, live and request steps."""
     sid = w.session
     if "child-marker-missing" in faults:
         w.replay = [a for a in w.replay if not _is_child_marker(a, sid)]
     if "child-marker-before-announce" in faults:
         w.replay = _announce_late(w.replay, sid)
+    if faults.names & {"marker-missing", "marker-late"}:
+        w.replay = [a for a in w.replay if not _is_marker(a, sid)]
+    elif faults.names & _NEED_A_MARKER and not any(_is_marker(a, sid) for a in w.replay):
+        # where a correct agent puts it: after the history, the live updates after it
+        live = [a for a in w.replay if _is_live(a, sid)]
+        w.replay = [*(a for a in w.replay if not _is_live(a, sid)), marker(sid), *live]
     if "live-before-marker" in faults:
         w.replay.insert(0, live_step(sid))
     if "request-before-marker" in faults:
         others = sum(1 for a in w.replay if not _is_marker(a, sid))
         w.replay.insert(others // 2, Step(sid, ask=PERMISSION_METHOD))
-    needs_one = faults.names & {"marker-duplicate", "error-after-marker", "marker-with-rejection"}
-    if faults.names & {"marker-missing", "marker-late"}:
-        w.replay = [a for a in w.replay if not _is_marker(a, sid)]
-    elif needs_one and not any(_is_marker(a, sid) for a in w.replay):
-        w.replay.append(marker(sid))
     if "marker-duplicate" in faults:
         last = max(i for i, a in enumerate(w.replay) if _is_marker(a, sid))
         w.replay.insert(last + 1, marker(sid))
     if "marker-late" in faults:
         w.after.insert(0, marker(sid))
+
+
+# The faults whose rule speaks of the marker: a window without one gets one (the demo's have one).
+_NEED_A_MARKER = frozenset(
+    {
+        "marker-duplicate",
+        "marker-with-rejection",
+        "error-after-marker",
+        "live-before-marker",
+        "request-before-marker",
+    }
+)
 
 
 def _inject_error(w: Window, faults: FaultSet) -> bool:
@@ -366,18 +384,20 @@ def parse_gap(spec: str) -> Delay:
     cold start. Raises ValueError for anything else.
     """
     name, _, args = spec.partition(":")
+    expected = "expected SECONDS, uniform:A,B, lognormal:MU,SIGMA or exponential:MEAN"
+    try:
+        nums = [float(a) for a in (args.split(",") if args else [name])]
+    except ValueError:
+        raise ValueError(f"gap {spec!r}: {expected}") from None
     if not args:
-        value = float(name)
+        value = nums[0]
         if value < 0 or not math.isfinite(value):
             raise ValueError(f"gap {spec!r}: expected a non-negative number of seconds")
         return lambda _rng: value
-    nums = [float(a) for a in args.split(",")]
     if name == "uniform" and len(nums) == 2:
         return lambda rng: rng.uniform(nums[0], nums[1])
     if name == "lognormal" and len(nums) == 2:
         return lambda rng: rng.lognormvariate(nums[0], nums[1])
     if name == "exponential" and len(nums) == 1:
         return lambda rng: rng.expovariate(1 / nums[0])
-    raise ValueError(
-        f"gap {spec!r}: expected SECONDS, uniform:A,B, lognormal:MU,SIGMA or exponential:MEAN"
-    )
+    raise ValueError(f"gap {spec!r}: {expected}")
