@@ -232,7 +232,9 @@ class DemoAgent:
                 os._exit(action.code)
             if action.ask is not None:
                 assert action.session is not None
-                self.rpc.request(action.ask, fault_kit.permission_params(action.session))
+                self.rpc.request(
+                    action.ask, fault_kit.permission_params(action.session, self.protocol)
+                )
             else:
                 self._send(action)
             if pace and self.opts.pace > 0:

@@ -178,14 +178,17 @@ def live_step(sid: str) -> Step:
     return Step(sid, {"sessionUpdate": "available_commands_update", "availableCommands": commands})
 
 
-def permission_params(sid: str) -> dict[str, Any]:
-    """The params of the permission request `request-before-marker` sends."""
+def permission_params(sid: str, protocol: int = 2) -> dict[str, Any]:
+    """The params of the permission request `request-before-marker` sends (v1 or v2 shape)."""
     tool_call = {"toolCallId": "call_replay", "title": "Read the project files"}
     options = [
         {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
         {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
     ]
-    return {"sessionId": sid, "toolCall": tool_call, "options": options}
+    if protocol < 2:
+        return {"sessionId": sid, "toolCall": tool_call, "options": options}
+    subject = {"type": "tool_call", "toolCall": tool_call}
+    return {"sessionId": sid, "title": tool_call["title"], "subject": subject, "options": options}
 
 
 def kind_of(action: Action | Reply) -> str | None:

@@ -80,6 +80,7 @@ class Player:
         self.speed = speed
         self.answer_timeout = answer_timeout
         self.log = log
+        self.protocol = 1  # the version of the connection, once initialize settled it
         self.rename: dict[str, str] = {}  # recorded session id -> the client's id for it
         self.cancelled: set[str] = set()  # id keys of live requests the client cancelled
         self.wake = threading.Event()  # set when a cancellation arrives
@@ -151,7 +152,7 @@ class Player:
         """An agent request to the client, with a fresh id."""
         assert step.ask is not None
         if line is None:  # request-before-marker: the demo agent's request, answered at once
-            params = permission_params(self._client_id(step.session) or "")
+            params = permission_params(self._client_id(step.session) or "", self.protocol)
             live_id = self.rpc.start_request(step.ask, params)
             self._wait(_Awaited(-1, None, live_id, step.ask, -1))
             return

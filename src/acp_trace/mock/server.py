@@ -196,6 +196,7 @@ class MockAgent:
             return
         best = max(c.protocol or 1 for c in fitting)
         self.conn = next(c for c in fitting if (c.protocol or 1) == best)
+        self.player.protocol = best
         if arrived - self.ready < _WAITING:  # sent before the mock was up, like the recorded
             arrived = min(arrived, process_start())  # agent's start: its delay counts from there
         self._play(rid, arrived, self.conn.cues_for("initialize", None))
