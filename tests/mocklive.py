@@ -39,6 +39,7 @@ class Live:
         self.lines: queue.Queue[bytes | None] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
         self.received: list[Any] = []
+        self.raw: list[bytes] = []  # the lines as they came
 
     def _read(self) -> None:
         with open(self._from_mock, "rb") as stream:
@@ -55,6 +56,7 @@ class Live:
         line = self.lines.get(timeout=timeout)
         if line is None:
             return None
+        self.raw.append(line)
         try:
             msg = orjson.loads(line)
         except orjson.JSONDecodeError:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from acp_trace.demo.faults import (
+from acp_trace.demo.faults import bend, parse_faults
+from acp_trace.demo.window import (
     LOAD,
     REPLAY,
     RESUME,
@@ -14,9 +15,7 @@ from acp_trace.demo.faults import (
     Reply,
     Step,
     Window,
-    bend,
     marker,
-    parse_faults,
 )
 from acp_trace.jsonrpc import update_class
 
@@ -190,9 +189,9 @@ def test_an_empty_replay_does_not_crash_by_default() -> None:
         (["marker-sideways"], False, "unknown fault 'marker-sideways'; known: marker-missing"),
         (["non-json-line"], True, "unknown fault 'non-json-line'"),
         (["truncate"], False, "expected truncate:N"),
-        (["truncate:x"], False, "expected truncate:N with N a whole number"),
-        (["marker-late:2"], False, "expected marker-late with N"),
-        (["crash-mid-replay:-1"], False, "expected crash-mid-replay:N"),
+        (["truncate:x"], False, "expected truncate:N, N a whole number"),
+        (["marker-late:2"], False, "marker-late takes no argument"),
+        (["crash-mid-replay:-1"], False, "expected crash-mid-replay[:N], N a whole number"),
     ],
 )
 def test_parse_faults_refuses_what_it_does_not_know(

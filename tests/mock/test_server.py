@@ -113,10 +113,11 @@ def test_updates_are_sent_as_recorded_unless_rewritten(live: Any, tmp_path: Path
     """Unchanged lines go out byte for byte; a renamed session re-encodes only that line."""
     t = TraceBuilder()
     rid = t.resume("s1")
-    t.lines.append(
-        b'{"seq":99,"t_ns":5000000,"src":"agent","msg":{ "jsonrpc":"2.0", "method":"session/update",'
-        b'"params":{"sessionId":"s1","update":{"sessionUpdate":"user_message","n":1.50}}}}'
+    exact = (
+        b'{ "jsonrpc":"2.0", "method":"session/update",'
+        b' "params":{"sessionId":"s1","update":{"sessionUpdate":"user_message","n":1.50}}}'
     )
+    t.lines.append(b'{"seq":99,"t_ns":5000000,"src":"agent","msg":' + exact + b"}")
     t.response(rid)
     path = t.write(tmp_path / "t.jsonl")
     same = live(path)
@@ -124,11 +125,14 @@ def test_updates_are_sent_as_recorded_unless_rewritten(live: Any, tmp_path: Path
     same.call("session/resume", RESUME, id=rid)
     renamed = live(path, sessions=("c9=s1",))
     init(renamed)
-    renamed.call("session/resume", {**RESUME, "sessionId": "c9"}, id=rid)
-    assert same.received[1]["params"]["update"]["n"] == 1.5
-    raw = [line for line in same.lines.queue]  # nothing left over
-    assert raw == []
-    assert renamed.received[1]["params"]["sessionId"] == "c9"
+    renamed.call("session/resume", {**RESUME, "sessionId": "c9"}, id="other")
+    assert same.raw[1] == exact + b"\n"
+    assert same.raw[2] == b'{"jsonrpc":"2.0","id":%d,"result":{}}\n' % rid
+    assert renamed.raw[1] == (
+        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"c9",'
+        b'"update":{"sessionUpdate":"user_message","n":1.5}}}\n'
+    )
+    assert renamed.raw[2] == b'{"jsonrpc":"2.0","id":"other","result":{}}\n'
 
 
 def test_a_request_the_recording_cannot_answer_gets_32601(live: Any, tmp_path: Path) -> None:
@@ -294,7 +298,7 @@ def test_a_trace_without_the_agent_side_is_refused(tmp_path: Path) -> None:
         ({"speed": float("nan")}, "--speed nan"),
         ({"faults": ("marker-unexpected",)}, "unknown fault 'marker-unexpected'; known:"),
         ({"faults": ("truncate",)}, "expected truncate:N"),
-        ({"faults": ("marker-late:3",)}, "expected marker-late with N"),
+        ({"faults": ("marker-late:3",)}, "marker-late takes no argument"),
         ({"gap": "soon"}, "gap 'soon'"),
         ({"answer_timeout": 0.0}, "--answer-timeout 0.0"),
     ],
@@ -317,3 +321,16 @@ def test_left_out_lines_are_reported_on_stderr(live: Any, tmp_path: Path) -> Non
     conn.close()
     assert f"{path}: left out 1 damaged lines" in conn.stderr
     assert orjson.loads(orjson.dumps(conn.received))[0]["id"] == 0
+
+
+def test_a_trace_without_initialize_beside_a_good_one_is_left_out_saying_so(
+    live: Any, tmp_path: Path
+) -> None:
+    """Of two traces, one never answered initialize: the other is served, stderr names it."""
+    bad = TraceBuilder(protocol=None)
+    bad.update("s1", "user_message")
+    bad_path = bad.write(tmp_path / "bad.jsonl")
+    conn = live(bad_path, replay_trace(tmp_path / "good.jsonl"))
+    assert init(conn)["result"]["protocolVersion"] == 2
+    conn.close()
+    assert f"{bad_path}: not served (no initialize answered by the agent)" in conn.stderr

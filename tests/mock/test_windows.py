@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from acp_trace.demo.faults import LOAD, REPLAY, RESUME, Step, parse_faults
+from acp_trace.demo.faults import parse_faults
+from acp_trace.demo.window import LOAD, REPLAY, RESUME, Step
 from acp_trace.mock.recording import Cue, load_connections
 from acp_trace.mock.windows import OTHER, kind_of_cue, prepared, window_of
 from tracebuilder import TraceBuilder

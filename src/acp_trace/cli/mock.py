@@ -56,9 +56,7 @@ def mock(
     if list_faults:
         from acp_trace.demo.faults import FAULTS
 
-        listed = [
-            f"{name}{':N' if f.takes else ''}: {f.says}\n" for name, f in FAULTS.items() if f.mock
-        ]
+        listed = [f"{f.usage(name)}: {f.says}\n" for name, f in FAULTS.items() if f.mock]
         typer.echo("".join(listed), nl=False)
         return
     if not traces:

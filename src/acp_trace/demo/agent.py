@@ -18,9 +18,19 @@ from typing import IO, Any
 
 from acp_trace import __version__
 from acp_trace.demo import faults as fault_kit
-from acp_trace.demo.faults import CRASH_EXIT_CODE, Action, Crash, Pause, Step, Window, bend
+from acp_trace.demo.faults import bend
 from acp_trace.demo.history import Session, fabricate, marker, replay_window, resume_window, state
 from acp_trace.demo.rpc import ConnectionClosed, Endpoint, Message
+from acp_trace.demo.window import (
+    CRASH_EXIT_CODE,
+    Action,
+    Crash,
+    Pause,
+    Step,
+    Window,
+    parse_gap,
+    permission_params,
+)
 from acp_trace.jsonrpc import (
     CANCEL_METHOD,
     INVALID_PARAMS,
@@ -53,7 +63,7 @@ class AgentOptions:
 
     def __post_init__(self) -> None:
         fault_kit.parse_faults(sorted(self.faults))
-        fault_kit.parse_gap(self.gap)
+        parse_gap(self.gap)
 
 
 class DemoAgent:
@@ -65,7 +75,7 @@ class DemoAgent:
         self.children = max(options.children, 1 if self.faults.names & _CHILD_FAULTS else 0)
         self.protocol = 1
         self.rng = random.Random(options.seed)
-        self.gap = fault_kit.parse_gap(options.gap)
+        self.gap = parse_gap(options.gap)
         self.sessions: dict[str, Session] = {}
         for sid in options.sessions:
             self._create(sid)
@@ -232,9 +242,7 @@ class DemoAgent:
                 os._exit(action.code)
             if action.ask is not None:
                 assert action.session is not None
-                self.rpc.request(
-                    action.ask, fault_kit.permission_params(action.session, self.protocol)
-                )
+                self.rpc.request(action.ask, permission_params(action.session, self.protocol))
             else:
                 self._send(action)
             if pace and self.opts.pace > 0:

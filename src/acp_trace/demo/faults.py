@@ -10,12 +10,23 @@ invent (`marker-unexpected`, `replay-without-cursor`) stay with the demo agent.
 
 from __future__ import annotations
 
-import math
-import random
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, replace
 
+from acp_trace.demo.window import (
+    CRASH_EXIT_CODE,
+    LOAD,
+    PERMISSION_METHOD,
+    REPLAY,
+    Action,
+    Crash,
+    Pause,
+    Step,
+    Window,
+    kind_of,
+    live_step,
+    marker,
+)
 from acp_trace.jsonrpc import (
     HISTORY_KINDS,
     INTERNAL_ERROR,
@@ -25,13 +36,6 @@ from acp_trace.jsonrpc import (
     MESSAGE_KINDS,
 )
 
-Update = dict[str, Any]
-CRASH_EXIT_CODE = 3
-PERMISSION_METHOD = "session/request_permission"
-
-# Window kinds: a v2 resume with a replayFrom cursor, a resume without one, a v1 session/load.
-REPLAY, RESUME, LOAD = "replay", "resume", "load"
-
 
 @dataclass(frozen=True)
 class Fault:
@@ -40,6 +44,13 @@ class Fault:
     says: str
     mock: bool = True
     takes: str | None = None  # the name of its `:N` argument, when it takes one
+    required: bool = False  # the argument must be given
+
+    def usage(self, name: str) -> str:
+        """`name`, `name[:N]` or `name:N`."""
+        if self.takes is None:
+            return name
+        return f"{name}:{self.takes}" if self.required else f"{name}[:{self.takes}]"
 
 
 FAULTS: dict[str, Fault] = {
@@ -52,7 +63,9 @@ FAULTS: dict[str, Fault] = {
     "marker-with-rejection": Fault("the whole replay and its marker, then -32602"),
     "live-before-marker": Fault("an available_commands_update before the replayed history"),
     "request-before-marker": Fault("a session/request_permission in the middle of the replay"),
-    "child-marker-missing": Fault("child sessions get no marker (implies one child at least)"),
+    "child-marker-missing": Fault(
+        "child sessions get no marker (demo-agent: implies one child at least)"
+    ),
     "child-marker-before-announce": Fault(
         "a child's replay and marker come before its subagent_update"
     ),
@@ -70,7 +83,9 @@ FAULTS: dict[str, Fault] = {
     ),
     "error-after-marker": Fault("the replay and its marker, then -32603"),
     "truncate": Fault(
-        "the first N history updates of the replay, no marker, then -32603", takes="N"
+        "the first N history updates of the replay, no marker, then -32603",
+        takes="N",
+        required=True,
     ),
     "non-json-line": Fault("a line of plain text on stdout after the initialize response", False),
     "orphan-response": Fault("a response to no request after the initialize response", False),
@@ -99,104 +114,14 @@ def parse_faults(specs: Iterable[str], *, mock: bool = False) -> FaultSet:
         if fault is None or (mock and not fault.mock):
             known = [n for n, f in FAULTS.items() if f.mock or not mock]
             raise ValueError(f"unknown fault {spec!r}; known: {', '.join(known)}")
+        if colon and fault.takes is None:
+            raise ValueError(f"fault {spec!r}: {name} takes no argument")
+        if (colon and not arg.isdigit()) or (fault.required and not colon):
+            raise ValueError(f"fault {spec!r}: expected {fault.usage(name)}, N a whole number")
         if colon:
-            if fault.takes is None or not arg.isdigit():
-                wanted = f"{name}:{fault.takes}" if fault.takes else name
-                raise ValueError(f"fault {spec!r}: expected {wanted} with N a whole number")
             args[name] = int(arg)
-        elif name == "truncate":
-            raise ValueError("fault 'truncate': expected truncate:N (N history updates kept)")
         names.add(name)
     return FaultSet(frozenset(names), args.get("crash-mid-replay"), args.get("truncate"))
-
-
-# ---------------------------------------------------------------- windows
-
-
-@dataclass(frozen=True)
-class Step:
-    """One message of a window: an update on `session`, or (`ask`) an agent request for it.
-
-    `item` is the sender's own payload (the mock's recorded line); a step a fault adds has none.
-    """
-
-    session: str | None
-    update: Update | None = None
-    ask: str | None = None
-    item: Any = None
-
-
-@dataclass(frozen=True)
-class Pause:
-    """Wait before going on: `draw()` gives the seconds, drawn when the pause is played."""
-
-    draw: Callable[[], float]
-
-
-@dataclass(frozen=True)
-class Crash:
-    """Exit at once with `code`, sending nothing more."""
-
-    code: int = CRASH_EXIT_CODE
-
-
-Action = Step | Pause | Crash
-
-
-@dataclass(frozen=True)
-class Reply:
-    """The response to the window's request: as built (`item`), or an injected `error`."""
-
-    item: Any = None
-    error: tuple[int, str] | None = None
-
-
-@dataclass
-class Window:
-    """What one resume or load sends: replay, tail, the reply, then what follows the reply."""
-
-    session: str
-    kind: str  # REPLAY, RESUME or LOAD
-    replay: list[Action]
-    tail: list[Action] = field(default_factory=list)
-    reply: Reply = field(default_factory=Reply)
-    after: list[Action] = field(default_factory=list)
-
-    def sequence(self) -> list[Action | Reply]:
-        """Everything in the order it is sent, the reply in its place."""
-        return [*self.replay, *self.tail, self.reply, *self.after]
-
-
-def marker(sid: str) -> Step:
-    """The replay_complete marker on `sid`."""
-    return Step(sid, {"sessionUpdate": MARKER_KIND})
-
-
-def live_step(sid: str) -> Step:
-    """The live update `live-before-marker` puts before the history."""
-    commands = [{"name": "help", "description": "Show help"}]
-    return Step(sid, {"sessionUpdate": "available_commands_update", "availableCommands": commands})
-
-
-def permission_params(sid: str, protocol: int = 2) -> dict[str, Any]:
-    """The params of the permission request `request-before-marker` sends (v1 or v2 shape)."""
-    tool_call = {"toolCallId": "call_replay", "title": "Read the project files"}
-    options = [
-        {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
-        {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
-    ]
-    if protocol < 2:
-        return {"sessionId": sid, "toolCall": tool_call, "options": options}
-    subject = {"type": "tool_call", "toolCall": tool_call}
-    return {"sessionId": sid, "title": tool_call["title"], "subject": subject, "options": options}
-
-
-def kind_of(action: Action | Reply) -> str | None:
-    """The `sessionUpdate` of an update step, else None."""
-    if isinstance(action, Step) and action.update is not None:
-        kind = action.update.get("sessionUpdate")
-        return kind if isinstance(kind, str) else None
-    return None
 
 
 def _is_marker(action: Action, sid: str) -> bool:
@@ -373,34 +298,3 @@ def _without_message_id(action: Action) -> Action:
         return action
     update = {k: v for k, v in action.update.items() if k != "messageId"}
     return replace(action, update=update)
-
-
-# ---------------------------------------------------------------- delays
-
-Delay = Callable[[random.Random], float]
-
-
-def parse_gap(spec: str) -> Delay:
-    """A delay in seconds from `0.5`, `uniform:A,B`, `lognormal:MU,SIGMA` or `exponential:MEAN`.
-
-    lognormal draws exp(N(MU, SIGMA)) seconds: `lognormal:0.7,0.5` has a median of 2 s, like a
-    cold start. Raises ValueError for anything else.
-    """
-    name, _, args = spec.partition(":")
-    expected = "expected SECONDS, uniform:A,B, lognormal:MU,SIGMA or exponential:MEAN"
-    try:
-        nums = [float(a) for a in (args.split(",") if args else [name])]
-    except ValueError:
-        raise ValueError(f"gap {spec!r}: {expected}") from None
-    if not args:
-        value = nums[0]
-        if value < 0 or not math.isfinite(value):
-            raise ValueError(f"gap {spec!r}: expected a non-negative number of seconds")
-        return lambda _rng: value
-    if name == "uniform" and len(nums) == 2:
-        return lambda rng: rng.uniform(nums[0], nums[1])
-    if name == "lognormal" and len(nums) == 2:
-        return lambda rng: rng.lognormvariate(nums[0], nums[1])
-    if name == "exponential" and len(nums) == 1:
-        return lambda rng: rng.expovariate(1 / nums[0])
-    raise ValueError(f"gap {spec!r}: {expected}")

@@ -11,19 +11,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from acp_trace.demo.faults import (
-    LOAD,
-    REPLAY,
-    RESUME,
-    Action,
-    Step,
-    Update,
-    Window,
-    bend,
-    marker,
-    parse_faults,
-)
-from acp_trace.demo.faults import parse_gap as parse_gap
+from acp_trace.demo.faults import bend, parse_faults
+from acp_trace.demo.window import LOAD, REPLAY, RESUME, Action, Step, Update, Window, marker
+from acp_trace.demo.window import parse_gap as parse_gap
 
 __all__ = ["Session", "Step", "fabricate", "marker", "parse_gap", "replay_plan"]
 

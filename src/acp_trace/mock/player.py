@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any
 
-from acp_trace.demo.faults import Crash, Pause, Reply, Step, Window, permission_params
 from acp_trace.demo.rpc import ConnectionClosed, Endpoint
+from acp_trace.demo.window import Crash, Pause, Reply, Step, Window, permission_params
 from acp_trace.jsonrpc import INTERNAL_ERROR, REQUEST_CANCELLED, as_dict, as_str, id_key
 from acp_trace.mock.recording import Line, dumps
 

@@ -124,7 +124,7 @@ class Record:
 def load_connections(paths: Iterable[str | Path]) -> list[Connection]:
     """Every trace in the files, in order (a file of concatenated traces gives several)."""
     out: list[Connection] = []
-    for path in map(Path, paths):
+    for path in (Path(p).expanduser() for p in paths):  # editors pass args without a shell
         try:
             data = path.read_bytes()
         except OSError as exc:

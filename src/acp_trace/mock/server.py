@@ -18,8 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from acp_trace.demo.faults import FaultSet, Window, parse_faults, parse_gap
+from acp_trace.demo.faults import FaultSet, parse_faults
 from acp_trace.demo.rpc import Endpoint, Message
+from acp_trace.demo.window import Window, parse_gap
 from acp_trace.errors import InputError, UsageError
 from acp_trace.jsonrpc import (
     CANCEL_METHOD,
@@ -78,19 +79,31 @@ def prepare(options: MockOptions) -> Mock:
         raise UsageError(f"mock: {exc}") from exc
     connections = [c for c in load_connections(options.traces) if c.cues or c.prologue]
     where = ", ".join(options.traces)
-    served = [c for c in connections if c.has_agent_side()]
-    if not served:
+    if not any(c.has_agent_side() for c in connections):
         raise InputError(f"{where}: no message from the agent: a mock serves the agent's side")
-    if not any(c.initialize is not None and c.initialize.reply is not None for c in served):
+    served = [c for c in connections if c.has_agent_side() and _initialized(c)]
+    if not served:
         raise InputError(f"{where}: no initialize answered by the agent: nothing to negotiate with")
+    skipped = [
+        f"{c.name}: not served (no initialize answered by the agent)"
+        for c in connections
+        if c not in served
+    ]
     known = {s for c in served for s in c.sessions}
     default, mapping = _session_options(options.sessions, known)
     notes = tuple(
-        f"{conn.name}: left out {count} {what}"
-        for conn in served
-        for what, count in conn.left_out.items()
+        skipped
+        + [
+            f"{c.name}: left out {count} {what}"
+            for c in served
+            for what, count in c.left_out.items()
+        ]
     )
     return Mock(options, served, faults, default, mapping, notes)
+
+
+def _initialized(conn: Connection) -> bool:
+    return conn.initialize is not None and conn.initialize.reply is not None
 
 
 def _session_options(specs: tuple[str, ...], known: set[str]) -> tuple[str | None, dict[str, str]]:

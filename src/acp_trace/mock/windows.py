@@ -11,18 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from acp_trace.demo.faults import (
-    LOAD,
-    REPLAY,
-    RESUME,
-    Action,
-    FaultSet,
-    Reply,
-    Step,
-    Window,
-    bend,
-    kind_of,
-)
+from acp_trace.demo.faults import FaultSet, bend
+from acp_trace.demo.window import LOAD, REPLAY, RESUME, Action, Reply, Step, Window, kind_of
 from acp_trace.jsonrpc import MARKER_KIND, as_dict, as_str, update_class
 from acp_trace.mock.recording import Cue, Line
 
