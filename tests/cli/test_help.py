@@ -15,6 +15,7 @@ from clirun import Cli
 
 ORDER = [
     "record",
+    "mock",
     "summary",
     "replays",
     "check",

@@ -26,7 +26,7 @@ app = typer.Typer(
 
 # `--help` lists the commands in these groups, in the order a user meets them.
 HELP_PANELS = {
-    "Record": ("record",),
+    "Record and replay": ("record", "mock"),
     "Analyze traces": ("summary", "replays", "check", "timeline", "latency", "rules"),
     "Compare runs": ("diff",),
     "Write files": ("report", "plot", "export"),
