@@ -1,0 +1,267 @@
+"""Reading many traces, or one large one, in a pool of processes; and the memory check.
+
+The work is cut into tasks in file order: byte ranges of about RANGE_BYTES of a large native
+trace (each from a line's start to a line's end), and groups of whole small files. Each task
+runs the same reader (`reader.read_range`, `reader.read_file`) in a worker process, which
+sends its rows back as Arrow IPC; the parent numbers the lines of each range from the lines
+of the ranges before it. A file whose ranges find a header after its first line (several
+traces in one file) is read again whole. So the table is the one a single process reads, row
+for row and in the same order.
+
+Workers are forked when forking is safe (Linux, and no thread runs in this process but the
+allocator's and polars' idle cleaner: a forked child inherits no lock held by a thread), and
+started by a fork server otherwise (about 0.3 s more: each imports polars).
+"""
+
+from __future__ import annotations
+
+import io
+import mmap
+import multiprocessing as mp
+import os
+import re
+import resource
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from acp_trace.errors import InputError
+from acp_trace.trace.paths import Found
+
+RANGE_BYTES = 32 << 20  # a task reads about this many bytes
+GROUP_FILES = 512  # and at most this many small files
+AUTO_MIN_BYTES = 48 << 20  # below this, workers=None reads in this process
+# The analyzer holds about twice its input (records and timeline); address space besides.
+NEED_PER_BYTE = 3
+NEED_BASE = 700 << 20
+Result = list[pl.DataFrame] | InputError
+Task = tuple[str, Any]
+
+
+def choose_workers(found: list[Found], workers: int | None) -> int:
+    """How many processes read: `workers`, or (None) one per usable core when the input is
+    large enough for the pool to gain more than it costs to start."""
+    if workers is not None:
+        return max(1, workers)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    total = sum(_size(item.path) for item in found)
+    return 1 if total < AUTO_MIN_BYTES else max(1, min(cores or 1, total // RANGE_BYTES + 1))
+
+
+def read_all(found: list[Found], fmt: str | None, workers: int) -> Iterator[Result]:
+    """Each found file's rows (or the InputError that says why it is no trace), in order."""
+    from acp_trace.trace.reader import read_file
+
+    if workers <= 1 or len(found) == 0:
+        for item in found:
+            yield _guarded(item.path, lambda item=item: read_file(item.path, fmt))
+        return
+    tasks, owners = _plan(found, fmt)
+    try:
+        with ProcessPoolExecutor(workers, mp_context=_context(), initializer=_init) as pool:
+            yield from _assemble(found, fmt, owners, pool.map(_run, tasks))
+    except BrokenProcessPool:
+        where = ", ".join(str(item.path) for item in found[:3])
+        raise InputError(
+            f"a reading process died (out of memory reading {where}?); "
+            "try --workers 1, or fewer traces at once"
+        ) from None
+
+
+def _guarded(path: Path, read: Any) -> Result:
+    try:
+        frames: list[pl.DataFrame] = read()
+        return frames
+    except InputError as exc:
+        return exc
+    except MemoryError:
+        raise InputError(out_of_memory(path)) from None
+
+
+def out_of_memory(path: Path) -> str:
+    return (
+        f"out of memory reading {path} ({_size(path) / 1e6:.0f} MB); try fewer or smaller "
+        "traces at once, or a machine with more memory (the analyzer needs about twice the "
+        "size of its input)"
+    )
+
+
+# ---------------------------------------------------------------- planning and assembling
+
+
+def _plan(found: list[Found], fmt: str | None) -> tuple[list[Task], list[int]]:
+    """The tasks, and for each found file the number of byte ranges it is cut into (0: it is
+    read whole, in a group of files)."""
+    from acp_trace.trace.reader import is_native
+
+    tasks: list[Task] = []
+    owners: list[int] = []
+    group: list[str] = []
+    group_bytes = 0
+    for item in found:
+        size = _size(item.path)
+        if size > RANGE_BYTES and fmt in (None, "acp-trace") and is_native(_first_line(item)):
+            if group:
+                tasks.append(("files", (group, fmt)))
+                group, group_bytes = [], 0
+            ranges = _ranges(item.path, size)
+            owners.append(len(ranges))
+            tasks.extend(("range", (str(item.path), a, b)) for a, b in ranges)
+            continue
+        if group and (group_bytes + size > RANGE_BYTES or len(group) >= GROUP_FILES):
+            tasks.append(("files", (group, fmt)))
+            group, group_bytes = [], 0
+        owners.append(0)
+        group.append(str(item.path))
+        group_bytes += size
+    if group:
+        tasks.append(("files", (group, fmt)))
+    return tasks, owners
+
+
+def _assemble(
+    found: list[Found], fmt: str | None, owners: list[int], results: Iterator[Any]
+) -> Iterator[Result]:
+    """Per file, in order, its rows from the results of its tasks (which arrive in order)."""
+    from acp_trace.trace.reader import read_file
+
+    group: list[Any] = []  # the results of the group of files being handed out
+    for item, ranges in zip(found, owners, strict=True):
+        if not ranges:
+            if not group:
+                group = list(next(results))
+            packed = group.pop(0)
+            yield InputError(packed) if isinstance(packed, str) else _unpack(packed)
+            continue
+        parts = [next(results) for _ in range(ranges)]
+        if any(headers for _, _, headers in parts):  # several traces in the file
+            yield _guarded(item.path, lambda item=item: read_file(item.path, fmt))
+            continue
+        frames: list[pl.DataFrame] = []
+        offset = 0
+        for packed, lines, _ in parts:
+            frames.extend(f.with_columns(pl.col("line") + offset) for f in _unpack(packed))
+            offset += lines
+        yield frames
+
+
+def _ranges(path: Path, size: int) -> list[tuple[int, int]]:
+    """Byte ranges of about RANGE_BYTES, each ending just after a newline (or at the end)."""
+    out, start = [], 0
+    with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        while start < size:
+            stop = m.find(b"\n", min(start + RANGE_BYTES, size) - 1)
+            end = size if stop < 0 else stop + 1
+            out.append((start, end))
+            start = end
+    return out
+
+
+def _first_line(item: Found) -> bytes:
+    with item.path.open("rb") as handle:
+        return handle.readline(1 << 20)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+# ---------------------------------------------------------------- the worker side
+
+
+def _init() -> None:
+    """A worker reads on one thread: the pool is the parallelism."""
+    os.environ["POLARS_MAX_THREADS"] = "1"
+
+
+def _run(task: Task) -> Any:
+    from acp_trace.trace.reader import read_file, read_range
+
+    kind, args = task
+    if kind == "range":
+        name, start, end = args
+        with (
+            open(name, "rb") as handle,
+            mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as m,
+        ):
+            part = read_range(m, start, end, name)
+        return _pack(part.frames), part.lines, part.later_headers
+    paths, fmt = args
+    out: list[Any] = []
+    for name in paths:
+        result = _guarded(Path(name), lambda name=name: read_file(Path(name), fmt))
+        out.append(str(result) if isinstance(result, InputError) else _pack(result))
+    return out
+
+
+def _pack(frames: list[pl.DataFrame]) -> bytes | None:
+    if not frames:
+        return None
+    buffer = io.BytesIO()
+    pl.concat(frames, rechunk=False).write_ipc(buffer, compat_level=pl.CompatLevel.newest())
+    return buffer.getvalue()
+
+
+def _unpack(packed: bytes | None) -> list[pl.DataFrame]:
+    return [] if packed is None else [pl.read_ipc(io.BytesIO(packed))]
+
+
+_SAFE_THREADS = frozenset({"jemalloc_bg_thd", "polars-ooc-clea"})
+
+
+def _context() -> Any:
+    """fork where it is safe (see the module doc), else a fork server."""
+    if _fork_is_safe():
+        return mp.get_context("fork")
+    context = mp.get_context("forkserver")
+    context.set_forkserver_preload(["acp_trace.trace.reader"])
+    return context
+
+
+def _fork_is_safe() -> bool:
+    if threading.active_count() > 1 or "fork" not in mp.get_all_start_methods():
+        return False
+    try:
+        tasks = os.listdir("/proc/self/task")
+        names = [Path(f"/proc/self/task/{t}/comm").read_text().strip() for t in tasks]
+    except OSError:
+        return False
+    return all(n in _SAFE_THREADS for n in names[1:]) and len(names) >= 1
+
+
+# ---------------------------------------------------------------- memory
+
+
+def check_memory(found: list[Found]) -> None:
+    """InputError before reading when the address space this process may use (`ulimit -v`)
+    cannot hold what the analysis of these files needs: past it, polars would abort."""
+    limit, _hard = resource.getrlimit(resource.RLIMIT_AS)
+    if limit == resource.RLIM_INFINITY or not found:
+        return
+    total = sum(_size(item.path) for item in found)
+    need = _address_space() + NEED_BASE + NEED_PER_BYTE * total
+    if need > limit:
+        largest = max(found, key=lambda item: _size(item.path)).path
+        raise InputError(
+            out_of_memory(largest).replace(
+                "(the analyzer",
+                f"(the address space is limited to {limit / 1e6:.0f} MB; the analyzer",
+            )
+        )
+
+
+def _address_space() -> int:
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError:
+        return 0
+    match = re.search(r"VmSize:\s+(\d+) kB", status)
+    return int(match.group(1)) * 1024 if match else 0
