@@ -11,6 +11,7 @@ from acp_trace.cli.app import (
     From,
     MarkerMeta,
     Traces,
+    Workers,
     analyze_paths,
     app,
     emit_frame,
@@ -20,13 +21,14 @@ from acp_trace.cli.app import (
 
 
 @app.command()
-def summary(traces: Traces, source_format: From = None) -> None:
+def summary(traces: Traces, source_format: From = None, workers: Workers = None) -> None:
     """Per trace: agent, protocol, sessions, message counts, duration, stderr and malformed lines."""
     from acp_trace.analysis.summary import summarize
     from acp_trace.render.report import format_summary
     from acp_trace.trace.reader import read_trace
 
-    records = read_trace(traces, fmt=source_format, progress=progress_bar("reading"))
+    progress = progress_bar("reading")
+    records = read_trace(traces, fmt=source_format, progress=progress, workers=workers)
     warn_skipped(records)
     typer.echo(format_summary(summarize(records)), nl=False)
 
@@ -37,9 +39,10 @@ def replays(
     fmt: Format = "table",
     marker_meta: MarkerMeta = None,
     source_format: From = None,
+    workers: Workers = None,
 ) -> None:
     """One row per replaying request and session: outcome, timings (ms) and counts."""
-    a = analyze_paths(traces, marker_meta, source_format)
+    a = analyze_paths(traces, marker_meta, source_format, workers)
     emit_frame(a.replays, fmt, "replays")
 
 
@@ -51,11 +54,12 @@ def check(
     min_severity: Annotated[str, typer.Option("--min-severity")] = "info",
     marker_meta: MarkerMeta = None,
     source_format: From = None,
+    workers: Workers = None,
 ) -> None:
     """Evaluate every rule of the catalogue; exit 1 when there is an error finding."""
     from acp_trace.render import report as render
 
-    a = analyze_paths(traces, marker_meta, source_format)
+    a = analyze_paths(traces, marker_meta, source_format, workers)
     findings = a.findings(rule, min_severity)
     typer.echo(render.check_output(a, findings, fmt), nl=False)
     if findings.filter(findings["severity"] == "error").height:
@@ -71,11 +75,12 @@ def timeline(
     ] = False,
     marker_meta: MarkerMeta = None,
     source_format: From = None,
+    workers: Workers = None,
 ) -> None:
     """Print what happened, message by message, with replay windows and markers set off."""
     from acp_trace.render.report import format_timeline
 
-    a = analyze_paths(trace, marker_meta, source_format)
+    a = analyze_paths(trace, marker_meta, source_format, workers)
     text = format_timeline(a.timeline, a.facts.windows, session=session, replays_only=replays_only)
     typer.echo(text, nl=False)
 
@@ -86,11 +91,12 @@ def latency(
     by: Annotated[str, typer.Option("--by", help="Group by method, agent or trace.")] = "method",
     fmt: Format = "table",
     source_format: From = None,
+    workers: Workers = None,
 ) -> None:
     """Request-to-response latency per method, and prompt-turn phases."""
     from acp_trace.analysis.latency import turn_phases
 
-    a = analyze_paths(traces, None, source_format)
+    a = analyze_paths(traces, None, source_format, workers)
     requests = a.latency(by)
     phases = turn_phases(a.turns, by)
     if fmt == "table":

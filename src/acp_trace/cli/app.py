@@ -48,6 +48,16 @@ From = Annotated[
 ]
 
 
+Workers = Annotated[
+    int | None,
+    typer.Option(
+        "--workers",
+        min=1,
+        help="Processes that read the traces (default: one per core for 48 MB or more, else 1).",
+    ),
+]
+
+
 @app.callback(invoke_without_command=True)
 def _root(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
@@ -75,11 +85,15 @@ def progress_bar(label: str) -> Callable[[int, int], None] | None:
 
 
 def analyze_paths(
-    traces: list[str], marker_meta: str | None = None, fmt: str | None = None
+    traces: list[str],
+    marker_meta: str | None = None,
+    fmt: str | None = None,
+    workers: int | None = None,
 ) -> Analysis:
     from acp_trace.analysis import analyze
 
-    a = analyze(traces, marker_meta=marker_meta, fmt=fmt, progress=progress_bar("reading"))
+    progress = progress_bar("reading")
+    a = analyze(traces, marker_meta=marker_meta, fmt=fmt, progress=progress, workers=workers)
     warn_skipped(a.records)
     return a
 

@@ -10,18 +10,20 @@ import orjson
 import polars as pl
 
 from acp_trace.errors import UsageError
+from acp_trace.jsonrpc import id_json
 from acp_trace.render.report.text import format_findings, format_table
 
 JSON_OPTS = orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
 
 
 def rows_json(df: pl.DataFrame) -> list[dict[str, Any]]:
-    """The rows of a table as JSON-ready dicts; JSON-RPC ids go back to their own type."""
+    """The rows of a table as JSON-ready dicts; JSON-RPC ids go back to their own type, as
+    written (an integer beyond 64 bits stays exact)."""
     rows = df.to_dicts()
     if "request_id" in df.columns:
         for row in rows:
             if row["request_id"] is not None:
-                row["request_id"] = orjson.loads(row["request_id"])
+                row["request_id"] = id_json(row["request_id"])
     return rows
 
 
