@@ -16,7 +16,6 @@ started by a fork server otherwise (about 0.3 s more: each imports polars).
 from __future__ import annotations
 
 import io
-import mmap
 import multiprocessing as mp
 import os
 import re
@@ -153,13 +152,25 @@ def _assemble(
 def _ranges(path: Path, size: int) -> list[tuple[int, int]]:
     """Byte ranges of about RANGE_BYTES, each ending just after a newline (or at the end)."""
     out, start = [], 0
-    with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as m:
+    with path.open("rb") as handle:
         while start < size:
-            stop = m.find(b"\n", min(start + RANGE_BYTES, size) - 1)
-            end = size if stop < 0 else stop + 1
+            end = _line_end(handle.fileno(), min(start + RANGE_BYTES, size) - 1, size)
             out.append((start, end))
             start = end
     return out
+
+
+def _line_end(fd: int, pos: int, size: int) -> int:
+    """The offset just past the first newline at or after `pos` (or the size)."""
+    while pos < size:
+        window = os.pread(fd, 1 << 16, pos)
+        stop = window.find(b"\n")
+        if stop >= 0:
+            return pos + stop + 1
+        if not window:
+            break
+        pos += len(window)
+    return size
 
 
 def _first_line(item: Found) -> bytes:
@@ -188,11 +199,8 @@ def _run(task: Task) -> Any:
     kind, args = task
     if kind == "range":
         name, start, end = args
-        with (
-            open(name, "rb") as handle,
-            mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as m,
-        ):
-            part = read_range(m, start, end, name)
+        with open(name, "rb") as handle:
+            part = read_range(handle, start, end, name)
         return _pack(part.frames), part.lines, part.later_headers
     paths, fmt = args
     out: list[Any] = []

@@ -10,12 +10,11 @@ groups of small ones are read in a process pool (`trace.pool`), with the same re
 
 from __future__ import annotations
 
-import mmap
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import polars as pl
 
@@ -120,11 +119,11 @@ def read_file(path: Path, fmt: str | None) -> list[pl.DataFrame]:
     with handle:
         first = handle.readline()
         if fmt in (None, "acp-trace") and is_native(first):
-            size = os.fstat(handle.fileno()).st_size
-            if size == 0:
-                return []
-            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                return read_native(data, str(path))
+            part = read_range(handle, 0, os.fstat(handle.fileno()).st_size, str(path))
+            if not part.later_headers:
+                return part.frames
+            handle.seek(0)
+            return read_segments(handle.read(), str(path), part.later_headers)
         handle.seek(0)
         content = handle.read()
     from acp_trace.trace import importers  # imported late: only other formats need it
@@ -146,7 +145,7 @@ def is_native(line: bytes) -> bool:
     return record_problem(head) is None
 
 
-def read_native(data: bytes | mmap.mmap, trace: str) -> list[pl.DataFrame]:
+def read_native(data: bytes, trace: str) -> list[pl.DataFrame]:
     """The rows of a whole native trace; a header after line 1 starts the next trace of the
     file (`TRACE#1`, `TRACE#2`, ...)."""
     part = read_range(data, 0, len(data), trace)
@@ -165,29 +164,49 @@ class Part:
     later_headers: list[int] = field(default_factory=list)
 
 
-def read_range(data: bytes | mmap.mmap, start: int, end: int, trace: str) -> Part:
-    """The rows of the lines of `data[start:end]` (from a line's start to a line's end or the
-    end of the data); its first line may be a header only when `start` is 0."""
+Source = bytes | BinaryIO  # the bytes of a trace, or its file (read a block at a time)
+
+
+def read_range(source: Source, start: int, end: int, trace: str) -> Part:
+    """The rows of the lines of `source[start:end]` (from a line's start to a line's end or
+    the end of the data); its first line may be a header only when `start` is 0."""
     part = Part()
-    pos, number = start, 1
-    if start == 0 and end > 0:
-        stop = data.find(b"\n", 0, end)
-        pos = end if stop < 0 else stop + 1
-        _slow_line(part, trace, 1, data[:pos], header_ok=True)
-        number = 2
-    while pos < end:
-        stop = data.rfind(b"\n", pos, min(pos + BLOCK_BYTES, end))
-        if stop < 0:
-            stop = data.find(b"\n", pos, end)
-        if stop < 0:  # the last line, cut
-            _slow_line(part, trace, number, data[pos:end], header_ok=False)
+    number = 1
+    for run in _runs(source, start, end):
+        if number == 1 and start == 0:  # the trace's first line: its header
+            stop = run.find(b"\n") + 1 or len(run)
+            _slow_line(part, trace, 1, run[:stop], header_ok=True)
+            number, run = 2, run[stop:]
+        whole = run if run.endswith(b"\n") else run[: run.rfind(b"\n") + 1]
+        if whole:
+            number += read_block(part.frames, part.later_headers, whole, trace, number)
+        if len(whole) < len(run):  # the last line, cut
+            _slow_line(part, trace, number, run[len(whole) :], header_ok=False)
             number += 1
-            break
-        block = bytes(data[pos : stop + 1])
-        number += read_block(part.frames, part.later_headers, block, trace, number)
-        pos = stop + 1
     part.lines = number - 1
     return part
+
+
+def _runs(source: Source, start: int, end: int) -> Iterator[bytes]:
+    """`source[start:end]` in runs of whole lines of about BLOCK_BYTES (read as they are
+    needed: the file is never held whole); the last run may end without a newline."""
+    pos, carry = start, b""
+    while pos < end:
+        size = min(BLOCK_BYTES, end - pos)
+        if isinstance(source, bytes):
+            chunk = source[pos : pos + size]
+        else:
+            chunk = os.pread(source.fileno(), size, pos)
+        if not chunk:  # the file is shorter than it was
+            break
+        pos += len(chunk)
+        data = carry + chunk if carry else chunk
+        cut = data.rfind(b"\n") + 1
+        if cut:
+            yield data[:cut]
+        carry = data[cut:]
+    if carry:
+        yield carry
 
 
 def _slow_line(part: Part, trace: str, number: int, raw: bytes, *, header_ok: bool) -> None:
@@ -199,7 +218,7 @@ def _slow_line(part: Part, trace: str, number: int, raw: bytes, *, header_ok: bo
         part.frames.append(frame)
 
 
-def read_segments(data: bytes | mmap.mmap, trace: str, starts: list[int]) -> list[pl.DataFrame]:
+def read_segments(data: bytes, trace: str, starts: list[int]) -> list[pl.DataFrame]:
     """A file of several traces: the header at each line of `starts` begins the next one; the
     traces are named `TRACE#1`, `TRACE#2`, ... and keep the file's line numbers."""
     frames: list[pl.DataFrame] = []
@@ -218,7 +237,7 @@ def read_segments(data: bytes | mmap.mmap, trace: str, starts: list[int]) -> lis
     return frames
 
 
-def _line_offsets(data: bytes | mmap.mmap, lines: list[int]) -> list[int]:
+def _line_offsets(data: bytes, lines: list[int]) -> list[int]:
     """The byte offsets where the given lines (numbered from 1, increasing) start."""
     out, pos, number = [], 0, 1
     for wanted in lines:
