@@ -68,7 +68,7 @@ def child(variant: str, paths: list[str]) -> dict[str, Any]:
     from acp_trace.trace.reader import read_trace
 
     workers = 2 if variant.endswith("-2") else 1
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     out: dict[str, Any] = {}
     if variant.startswith("analyze"):
         extra = {} if variant == "analyze-base" else {"workers": workers}
@@ -107,6 +107,7 @@ def child(variant: str, paths: list[str]) -> dict[str, Any]:
     else:
         raise SystemExit(f"unknown variant {variant}")
     out["seconds"] = time.perf_counter() - start
+    out["cpu"] = time.process_time() - cpu  # this process's CPU (not its workers')
     return out
 
 
@@ -122,10 +123,11 @@ def cli_child(command: str, paths: list[str]) -> dict[str, Any]:
         err = proc.stderr.read()
         _pid, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - start
+    cpu = usage.ru_utime + usage.ru_stime
     code = os.waitstatus_to_exitcode(status)
     if code not in (0, 1):  # check exits 1 when it finds an error
         raise SystemExit(f"{' '.join(argv)}: exit {code}: {err.decode(errors='replace')[-2000:]}")
-    return {"seconds": seconds, "grandchild_rss_mb": usage.ru_maxrss / 1024}
+    return {"seconds": seconds, "cpu": cpu, "grandchild_rss_mb": usage.ru_maxrss / 1024}
 
 
 # ---------------------------------------------------------------- the data
@@ -172,6 +174,8 @@ def measure(
     """Run every (variant, path) spec `reps` times, rounds interleaved; runs by spec label.
     The `baseline` variant is analyze-1 with acp_trace imported from another source tree."""
     runs: dict[str, list[ChildRun]] = {label: [] for label in specs}
+    if reps < 1:
+        return runs
     for rep, label in rounds(list(specs), reps):
         variant, path = specs[label]
         env: dict[str, str] = {}
@@ -197,6 +201,11 @@ def secs(runs: list[ChildRun]) -> float:
     return median([r.out["seconds"] for r in runs])
 
 
+def cpu(runs: list[ChildRun]) -> float:
+    """CPU seconds (less sensitive than wall time to the other loads of a shared machine)."""
+    return median([r.out["cpu"] for r in runs])
+
+
 def peak(runs: list[ChildRun]) -> float:
     return max(r.maxrss_mb for r in runs)
 
@@ -207,8 +216,10 @@ def size_figures(tag: str, runs: dict[str, list[ChildRun]], data: dict[str, Any]
     what = f"{mb:.3g} MB"
     orj = secs(runs[f"orjson@{tag}"])
     figures = []
+    orj_cpu = cpu(runs[f"orjson@{tag}"])
     for command in ("replays", "check"):
         cli = secs(runs[f"cli-{command}@{tag}"])
+        cli_cpu = cpu(runs[f"cli-{command}@{tag}"])
         figures.append(
             Figure(
                 f"{what}: cli {command} / orjson loop (1 core)",
@@ -216,7 +227,8 @@ def size_figures(tag: str, runs: dict[str, list[ChildRun]], data: dict[str, Any]
                 "<= 2",
                 cli / orj <= 2,
                 "x",
-                f"{cli:.2f} s / {orj:.2f} s, the CLI's whole process",
+                f"{cli:.2f} s / {orj:.2f} s, the CLI's whole process; in CPU time "
+                f"{cli_cpu:.2f} s / {orj_cpu:.2f} s = {cli_cpu / orj_cpu:.2f}x",
             )
         )
     one, two = secs(runs[f"analyze-1@{tag}"]), secs(runs[f"analyze-2@{tag}"])
@@ -234,6 +246,7 @@ def size_figures(tag: str, runs: dict[str, list[ChildRun]], data: dict[str, Any]
         ),
     ]
     read1, read2 = secs(runs[f"read-1@{tag}"]), secs(runs[f"read-2@{tag}"])
+    read_cpu = cpu(runs[f"read-1@{tag}"])
     figures.append(
         Figure(
             f"{what}: read 1 core / 2 cores",
@@ -241,7 +254,8 @@ def size_figures(tag: str, runs: dict[str, list[ChildRun]], data: dict[str, Any]
             "-",
             None,
             "x",
-            f"{read1:.2f} s / {read2:.2f} s; read alone / orjson loop {read1 / orj:.2f}x",
+            f"{read1:.2f} s / {read2:.2f} s; read alone / orjson loop {read1 / orj:.2f}x "
+            f"(CPU {read_cpu / orj_cpu:.2f}x)",
         )
     )
     limit = 2 * mb + (100 if mb < 500 else 0)
@@ -300,7 +314,7 @@ def startup_figures(reps: int) -> list[Figure]:
 
     def wall(argv: list[str]) -> float:
         times = []
-        for _ in range(max(reps, 5)):
+        for _ in range(reps):
             began = time.perf_counter()
             subprocess.run(argv, check=True, capture_output=True)
             times.append(time.perf_counter() - began)
@@ -346,7 +360,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--files-history", type=int, default=10, help="per resume in the small files (default 10)"
     )
-    parser.add_argument("--reps", type=int, default=3, help="rounds (default 3)")
+    parser.add_argument("--reps", type=int, default=3, help="rounds at --mb (default 3)")
+    parser.add_argument(
+        "--large-reps", type=int, default=2, help="rounds at the larger sizes (default 2)"
+    )
     parser.add_argument(
         "--work", type=Path, default=Path(tempfile.gettempdir()) / "acp-trace-bench"
     )
@@ -400,8 +417,12 @@ def main(argv: list[str] | None = None) -> int:
                 specs[f"{variant}@{tag}"] = (variant, datasets[tag]["path"])
     if args.baseline:
         for tag, data in datasets.items():
-            specs[f"baseline@{tag}"] = ("baseline", data["path"])
-    runs = measure(specs, args.reps, args.baseline)
+            if tag != "huge":
+                specs[f"baseline@{tag}"] = ("baseline", data["path"])
+    small = {k: v for k, v in specs.items() if k.split("@")[1] in ("base", "many", "one")}
+    runs = measure(small, args.reps, args.baseline)
+    big = {k: v for k, v in specs.items() if k not in small}
+    runs.update(measure(big, args.large_reps, args.baseline))
     check_agreement(runs, {t: d for t, d in datasets.items()})
     figures = []
     for tag in ("base", "large", "huge"):
