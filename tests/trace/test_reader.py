@@ -219,6 +219,14 @@ NEAR_MISSES = {
 }
 
 
+@pytest.fixture(autouse=True)
+def _native_path_for_small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tests' traces are small: let the native path take blocks of any size."""
+    from acp_trace.trace import blocks
+
+    monkeypatch.setattr(blocks, "FAST_MIN_BYTES", 0)
+
+
 def _line_reader_only(monkeypatch: pytest.MonkeyPatch) -> None:
     from acp_trace.trace import blocks
 

@@ -29,7 +29,7 @@ import polars as pl
 from msgspec import UNSET, Raw, Struct, UnsetType
 
 from acp_trace.jsonrpc import id_key
-from acp_trace.trace.lines import COLUMNS, SCHEMA, Rows, parse_line
+from acp_trace.trace.lines import COLUMNS, SCHEMA, Rows, Table, parse_line
 
 Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 Scalar = str | int | float | bool | None
@@ -39,6 +39,7 @@ _EMPTY = Raw(b"")
 # besides its values (33 with `text`).
 _FRAME_BYTES = 32
 SMALL_BLOCK = 64  # a failing block this small (in lines) goes to the line reader whole
+FAST_MIN_BYTES = 64 << 10  # a smaller block goes to the line reader (quicker to start)
 
 
 class _Record(Struct, forbid_unknown_fields=True, gc=False):
@@ -88,30 +89,25 @@ _FAILURES = (msgspec.MsgspecError, RecursionError, ValueError)
 _INT64 = (-(2**63), 2**63 - 1)
 
 
-def read_block(
-    out: list[pl.DataFrame], headers: list[int], block: bytes, trace: str, first: int
-) -> int:
-    """Append to `out` the rows of `block` (whole lines, the first one numbered `first`), and
-    to `headers` the numbers of its lines that are v1 headers (see `lines.Rows`); returns the
-    number of lines."""
-    frame, count = _fast(block, trace, first, headers)
-    if frame is not None:
-        if frame.height:
-            out.append(frame)
-        return count
+def read_block(table: Table, block: bytes, trace: str, first: int) -> int:
+    """Add to `table` the rows of `block` (whole lines, the first one numbered `first`), and
+    to `table.rows.headers` the numbers of its lines that are v1 headers (see `lines.Rows`);
+    returns the number of lines."""
+    if len(block) >= FAST_MIN_BYTES:
+        frame, count = _fast(block, trace, first, table.rows.headers)
+        if frame is not None:
+            if frame.height:
+                table.add_frame(frame)
+            return count
     count = block.count(b"\n")
     cut = block.rfind(b"\n", 0, len(block) // 2) + 1 or block.find(b"\n") + 1
-    if count <= SMALL_BLOCK or cut >= len(block):
-        rows = Rows()
+    if len(block) < FAST_MIN_BYTES or count <= SMALL_BLOCK or cut >= len(block):
         for number, line in enumerate(block.split(b"\n")[:-1], first):
-            parse_line(rows, trace, number, line + b"\n", header_ok=False)
-        headers.extend(rows.headers)
-        frame = rows.frame()
-        if frame is not None:
-            out.append(frame)
+            parse_line(table.rows, trace, number, line + b"\n", header_ok=False)
+        table.check()
         return count
-    left = read_block(out, headers, block[:cut], trace, first)
-    return left + read_block(out, headers, block[cut:], trace, first + left)
+    left = read_block(table, block[:cut], trace, first)
+    return left + read_block(table, block[cut:], trace, first + left)
 
 
 def _fast(

@@ -75,6 +75,64 @@ class Rows:
         return frame.with_columns(trace_column(traces)).select(COLUMNS)
 
 
+CHUNK_ROWS = 50_000
+
+
+class Table:
+    """A records table being built, in order: frames (of the native path), and the rows of the
+    line reader, gathered into frames of about CHUNK_ROWS rows; small frames are joined into
+    chunks of that size too, so many small traces make as few chunks as one large one."""
+
+    def __init__(self) -> None:
+        self.frames: list[pl.DataFrame] = []
+        self.rows = Rows()
+        self._small: list[pl.DataFrame] = []
+        self._small_rows = 0
+
+    def add_frame(self, frame: pl.DataFrame) -> None:
+        self._flush_rows()
+        self._add(frame)
+
+    def extend(self, other: Table) -> None:
+        """Append another table's frames and rows (after this one's)."""
+        for frame in (*other.frames, *other._small):
+            self.add_frame(frame)
+        self.rows.rows.extend(other.rows.rows)
+        self.check()
+
+    def check(self) -> None:
+        """Make a frame of the rows once there are enough of them."""
+        if len(self.rows.rows) >= CHUNK_ROWS:
+            self._flush_rows()
+
+    def done(self) -> list[pl.DataFrame]:
+        """The frames of the whole table, in order."""
+        self._flush_rows()
+        self._flush_small()
+        return self.frames
+
+    def _add(self, frame: pl.DataFrame) -> None:
+        if frame.height >= CHUNK_ROWS:
+            self._flush_small()
+            self.frames.append(frame)
+            return
+        self._small.append(frame)
+        self._small_rows += frame.height
+        if self._small_rows >= CHUNK_ROWS:
+            self._flush_small()
+
+    def _flush_rows(self) -> None:
+        frame = self.rows.frame()
+        if frame is not None:
+            self._add(frame)
+
+    def _flush_small(self) -> None:
+        if self._small:
+            small = self._small
+            self.frames.append(pl.concat(small, rechunk=True) if len(small) > 1 else small[0])
+            self._small, self._small_rows = [], 0
+
+
 def trace_column(traces: tuple[str, ...]) -> pl.Expr | pl.Series:
     """The `trace` column of a chunk: a constant when one trace fills the chunk, else a run of
     repeats per trace; either way a name is stored once, not once per row."""

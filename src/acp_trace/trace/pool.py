@@ -25,12 +25,15 @@ from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from acp_trace.errors import InputError
 from acp_trace.trace.paths import Found
+
+if TYPE_CHECKING:
+    from acp_trace.trace.lines import Table
 
 RANGE_BYTES = 32 << 20  # a task reads about this many bytes
 GROUP_FILES = 512  # and at most this many small files
@@ -38,7 +41,7 @@ AUTO_MIN_BYTES = 48 << 20  # below this, workers=None reads in this process
 # The analyzer holds about twice its input (records and timeline); address space besides.
 NEED_PER_BYTE = 3
 NEED_BASE = 700 << 20
-Result = list[pl.DataFrame] | InputError
+Result = tuple["Table | list[pl.DataFrame]", InputError | None]
 Task = tuple[str, Any]
 
 
@@ -53,12 +56,13 @@ def choose_workers(found: list[Found], workers: int | None) -> int:
 
 
 def read_all(found: list[Found], fmt: str | None, workers: int) -> Iterator[Result]:
-    """Each found file's rows (or the InputError that says why it is no trace), in order."""
-    from acp_trace.trace.reader import read_file
+    """For each found file, in order, its rows and the InputError that says why it is no trace
+    (None when it is one; the rows hold the `skipped` row of a file not named itself)."""
+    from acp_trace.trace.reader import read_or_skip
 
     if workers <= 1 or len(found) == 0:
         for item in found:
-            yield _guarded(item.path, lambda item=item: read_file(item.path, fmt))
+            yield read_or_skip(item.path, fmt, item.explicit)
         return
     tasks, owners = _plan(found, fmt)
     try:
@@ -70,16 +74,6 @@ def read_all(found: list[Found], fmt: str | None, workers: int) -> Iterator[Resu
             f"a reading process died (out of memory reading {where}?); "
             "try --workers 1, or fewer traces at once"
         ) from None
-
-
-def _guarded(path: Path, read: Any) -> Result:
-    try:
-        frames: list[pl.DataFrame] = read()
-        return frames
-    except InputError as exc:
-        return exc
-    except MemoryError:
-        raise InputError(out_of_memory(path)) from None
 
 
 def out_of_memory(path: Path) -> str:
@@ -100,7 +94,7 @@ def _plan(found: list[Found], fmt: str | None) -> tuple[list[Task], list[int]]:
 
     tasks: list[Task] = []
     owners: list[int] = []
-    group: list[str] = []
+    group: list[tuple[str, bool]] = []
     group_bytes = 0
     for item in found:
         size = _size(item.path)
@@ -116,7 +110,7 @@ def _plan(found: list[Found], fmt: str | None) -> tuple[list[Task], list[int]]:
             tasks.append(("files", (group, fmt)))
             group, group_bytes = [], 0
         owners.append(0)
-        group.append(str(item.path))
+        group.append((str(item.path), item.explicit))
         group_bytes += size
     if group:
         tasks.append(("files", (group, fmt)))
@@ -126,27 +120,29 @@ def _plan(found: list[Found], fmt: str | None) -> tuple[list[Task], list[int]]:
 def _assemble(
     found: list[Found], fmt: str | None, owners: list[int], results: Iterator[Any]
 ) -> Iterator[Result]:
-    """Per file, in order, its rows from the results of its tasks (which arrive in order)."""
-    from acp_trace.trace.reader import read_file
+    """Per file, in order, its rows from the results of its tasks (which arrive in order): a
+    group of small files comes as one table, with the first file of the group."""
+    from acp_trace.trace.reader import read_or_skip
 
-    group: list[Any] = []  # the results of the group of files being handed out
+    errors: list[str | None] = []  # of the group of files being handed out
     for item, ranges in zip(found, owners, strict=True):
         if not ranges:
-            if not group:
-                group = list(next(results))
-            packed = group.pop(0)
-            yield InputError(packed) if isinstance(packed, str) else _unpack(packed)
+            frames: list[pl.DataFrame] = []
+            if not errors:
+                packed, errors = next(results)
+                frames = _unpack(packed)
+            error = errors.pop(0)
+            yield frames, None if error is None else InputError(error)
             continue
         parts = [next(results) for _ in range(ranges)]
         if any(headers for _, _, headers in parts):  # several traces in the file
-            yield _guarded(item.path, lambda item=item: read_file(item.path, fmt))
+            yield read_or_skip(item.path, fmt, item.explicit)
             continue
-        frames: list[pl.DataFrame] = []
-        offset = 0
+        frames, offset = [], 0
         for packed, lines, _ in parts:
             frames.extend(f.with_columns(pl.col("line") + offset) for f in _unpack(packed))
             offset += lines
-        yield frames
+        yield frames, None
 
 
 def _ranges(path: Path, size: int) -> list[tuple[int, int]]:
@@ -194,20 +190,23 @@ def _init() -> None:
 
 
 def _run(task: Task) -> Any:
-    from acp_trace.trace.reader import read_file, read_range
+    from acp_trace.trace.lines import Table
+    from acp_trace.trace.reader import read_or_skip, read_range
 
     kind, args = task
     if kind == "range":
         name, start, end = args
+        table = Table()
         with open(name, "rb") as handle:
-            part = read_range(handle, start, end, name)
-        return _pack(part.frames), part.lines, part.later_headers
-    paths, fmt = args
-    out: list[Any] = []
-    for name in paths:
-        result = _guarded(Path(name), lambda name=name: read_file(Path(name), fmt))
-        out.append(str(result) if isinstance(result, InputError) else _pack(result))
-    return out
+            lines, headers = read_range(handle, start, end, name, table)
+        return _pack(table.done()), lines, headers
+    files, fmt = args
+    table, errors = Table(), []
+    for name, explicit in files:
+        part, error = read_or_skip(Path(name), fmt, explicit)
+        table.extend(part)
+        errors.append(None if error is None else str(error))
+    return _pack(table.done()), errors
 
 
 def _pack(frames: list[pl.DataFrame]) -> bytes | None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -22,7 +21,7 @@ from acp_trace.errors import InputError
 from acp_trace.jsonrpc import loads
 from acp_trace.trace.blocks import read_block
 from acp_trace.trace.format import FORMAT_VERSION
-from acp_trace.trace.lines import COLUMNS, SCHEMA, Rows, parse_line, record_problem
+from acp_trace.trace.lines import COLUMNS, SCHEMA, Table, parse_line, record_problem
 from acp_trace.trace.paths import find_traces
 
 __all__ = ["COLUMNS", "SCHEMA", "headers", "read_trace", "skipped_inputs"]
@@ -56,24 +55,26 @@ def read_trace(
     from acp_trace.trace import pool  # the process pool and the memory check
 
     pool.check_memory(found)
-    frames: list[pl.DataFrame] = []
+    table = Table()
     read_from = {item.root: 0 for item in found}
     results = pool.read_all(found, fmt, pool.choose_workers(found, workers))
-    for done, (item, result) in enumerate(zip(found, results, strict=True), 1):
-        if isinstance(result, InputError):
-            if item.explicit:
-                raise result
-            frames.append(_skipped(item.path, result))
+    for done, (item, (part, error)) in enumerate(zip(found, results, strict=True), 1):
+        if error is not None and item.explicit:
+            raise error
+        if isinstance(part, Table):
+            table.extend(part)
         else:
-            frames.extend(result)
-            read_from[item.root] += 1
+            for frame in part:
+                table.add_frame(frame)
+        read_from[item.root] += error is None
         if progress is not None:
             progress(done, len(found))
-    table = pl.concat(frames, rechunk=False) if frames else pl.DataFrame(schema=SCHEMA)
+    frames = table.done()
+    records = pl.concat(frames, rechunk=False) if frames else pl.DataFrame(schema=SCHEMA)
     for root, count in read_from.items():
         if count == 0:
-            raise InputError(_nothing_read(root, table))
-    return table
+            raise InputError(_nothing_read(root, records))
+    return records
 
 
 def skipped_inputs(records: pl.DataFrame) -> pl.DataFrame:
@@ -82,12 +83,22 @@ def skipped_inputs(records: pl.DataFrame) -> pl.DataFrame:
     return skipped.select("trace", pl.col("event").alias("problem"))
 
 
-def _skipped(path: Path, exc: InputError) -> pl.DataFrame:
-    rows = Rows()
-    rows.add(trace=str(path), kind="skipped", event=str(exc).removeprefix(f"{path}: "))
-    frame = rows.frame()
-    assert frame is not None
-    return frame
+def read_or_skip(path: Path, fmt: str | None, explicit: bool) -> tuple[Table, InputError | None]:
+    """The rows of one file, or (when it cannot be read or is no trace) the InputError that
+    says why, with the `skipped` row of a file not named itself."""
+    try:
+        return read_file(path, fmt), None
+    except InputError as exc:
+        error = exc
+    except MemoryError:
+        from acp_trace.trace.pool import out_of_memory
+
+        error = InputError(out_of_memory(path))
+    table = Table()
+    if not explicit:
+        reason = str(error).removeprefix(f"{path}: ")
+        table.rows.add(trace=str(path), kind="skipped", event=reason)
+    return table, error
 
 
 def _nothing_read(root: str, table: pl.DataFrame) -> str:
@@ -109,7 +120,7 @@ def headers(records: pl.DataFrame) -> dict[str, dict[str, Any]]:
 # ---------------------------------------------------------------- one file
 
 
-def read_file(path: Path, fmt: str | None) -> list[pl.DataFrame]:
+def read_file(path: Path, fmt: str | None) -> Table:
     """The rows of one file (several traces when it holds several); InputError when the file
     cannot be read or is no trace."""
     try:
@@ -119,19 +130,22 @@ def read_file(path: Path, fmt: str | None) -> list[pl.DataFrame]:
     with handle:
         first = handle.readline()
         if fmt in (None, "acp-trace") and is_native(first):
-            part = read_range(handle, 0, os.fstat(handle.fileno()).st_size, str(path))
-            if not part.later_headers:
-                return part.frames
+            table = Table()
+            _lines, later = read_range(
+                handle, 0, os.fstat(handle.fileno()).st_size, str(path), table
+            )
+            if not later:
+                return table
             handle.seek(0)
-            return read_segments(handle.read(), str(path), part.later_headers)
+            return read_segments(handle.read(), str(path), later)
         handle.seek(0)
         content = handle.read()
     from acp_trace.trace import importers  # imported late: only other formats need it
 
-    out: list[pl.DataFrame] = []
+    table = Table()
     for name, lines in importers.convert(path, content, fmt):
-        out.extend(read_native(b"".join(lines), name))
-    return out
+        table.extend(read_native(b"".join(lines), name))
+    return table
 
 
 def is_native(line: bytes) -> bool:
@@ -145,46 +159,41 @@ def is_native(line: bytes) -> bool:
     return record_problem(head) is None
 
 
-def read_native(data: bytes, trace: str) -> list[pl.DataFrame]:
+def read_native(data: bytes, trace: str) -> Table:
     """The rows of a whole native trace; a header after line 1 starts the next trace of the
     file (`TRACE#1`, `TRACE#2`, ...)."""
-    part = read_range(data, 0, len(data), trace)
-    if not part.later_headers:
-        return part.frames
-    return read_segments(data, trace, part.later_headers)
-
-
-@dataclass
-class Part:
-    """The rows of a run of lines: frames (lines numbered from 1 at the run's start), the
-    number of lines, and the lines after the file's first that are headers."""
-
-    frames: list[pl.DataFrame] = field(default_factory=list)
-    lines: int = 0
-    later_headers: list[int] = field(default_factory=list)
+    table = Table()
+    _lines, later = read_range(data, 0, len(data), trace, table)
+    return read_segments(data, trace, later) if later else table
 
 
 Source = bytes | BinaryIO  # the bytes of a trace, or its file (read a block at a time)
 
 
-def read_range(source: Source, start: int, end: int, trace: str) -> Part:
-    """The rows of the lines of `source[start:end]` (from a line's start to a line's end or
-    the end of the data); its first line may be a header only when `start` is 0."""
-    part = Part()
+def read_range(
+    source: Source, start: int, end: int, trace: str, table: Table
+) -> tuple[int, list[int]]:
+    """Add to `table` the rows of the lines of `source[start:end]` (from a line's start to a
+    line's end or the end of the data), numbered from 1; its first line may be a header only
+    when `start` is 0. Returns the number of lines, and the lines that are v1 headers (after
+    the first: several traces stand in the file, see `read_segments`)."""
+    headers = table.rows.headers
+    known = len(headers)
     number = 1
     for run in _runs(source, start, end):
         if number == 1 and start == 0:  # the trace's first line: its header
             stop = run.find(b"\n") + 1 or len(run)
-            _slow_line(part, trace, 1, run[:stop], header_ok=True)
+            parse_line(table.rows, trace, 1, run[:stop], header_ok=True)
             number, run = 2, run[stop:]
         whole = run if run.endswith(b"\n") else run[: run.rfind(b"\n") + 1]
         if whole:
-            number += read_block(part.frames, part.later_headers, whole, trace, number)
+            number += read_block(table, whole, trace, number)
         if len(whole) < len(run):  # the last line, cut
-            _slow_line(part, trace, number, run[len(whole) :], header_ok=False)
+            parse_line(table.rows, trace, number, run[len(whole) :], header_ok=False)
             number += 1
-    part.lines = number - 1
-    return part
+    later = headers[known:]
+    del headers[known:]
+    return number - 1, later
 
 
 def _runs(source: Source, start: int, end: int) -> Iterator[bytes]:
@@ -209,19 +218,10 @@ def _runs(source: Source, start: int, end: int) -> Iterator[bytes]:
         yield carry
 
 
-def _slow_line(part: Part, trace: str, number: int, raw: bytes, *, header_ok: bool) -> None:
-    rows = Rows()
-    parse_line(rows, trace, number, raw, header_ok=header_ok)
-    part.later_headers.extend(rows.headers)
-    frame = rows.frame()
-    if frame is not None:
-        part.frames.append(frame)
-
-
-def read_segments(data: bytes, trace: str, starts: list[int]) -> list[pl.DataFrame]:
+def read_segments(data: bytes, trace: str, starts: list[int]) -> Table:
     """A file of several traces: the header at each line of `starts` begins the next one; the
     traces are named `TRACE#1`, `TRACE#2`, ... and keep the file's line numbers."""
-    frames: list[pl.DataFrame] = []
+    table = Table()
     bounds = [0, *_line_offsets(data, sorted(starts)), len(data)]
     first_lines = [1, *sorted(starts)]
     spans = zip(bounds[:-1], bounds[1:], first_lines, strict=True)
@@ -229,12 +229,13 @@ def read_segments(data: bytes, trace: str, starts: list[int]) -> list[pl.DataFra
         name = f"{trace}#{number}"
         stop = data.find(b"\n", start, end)
         head_end = end if stop < 0 else stop + 1
-        part = Part()
-        _slow_line(part, name, line, data[start:head_end], header_ok=True)
-        rest = read_range(data, head_end, end, name) if head_end < end else Part()
-        frames.extend(part.frames)
-        frames.extend(f.with_columns(pl.col("line") + line) for f in rest.frames)
-    return frames
+        parse_line(table.rows, name, line, data[start:head_end], header_ok=True)
+        if head_end < end:
+            rest = Table()
+            read_range(data, head_end, end, name, rest)
+            for frame in rest.done():
+                table.add_frame(frame.with_columns(pl.col("line") + line))
+    return table
 
 
 def _line_offsets(data: bytes, lines: list[int]) -> list[int]:
