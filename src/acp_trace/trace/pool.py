@@ -21,7 +21,7 @@ import os
 import re
 import resource
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -55,7 +55,7 @@ def choose_workers(found: list[Found], workers: int | None) -> int:
     return 1 if total < AUTO_MIN_BYTES else max(1, min(cores or 1, total // RANGE_BYTES + 1))
 
 
-def read_all(found: list[Found], fmt: str | None, workers: int) -> Iterator[Result]:
+def read_all(found: list[Found], fmt: str | None, workers: int) -> Generator[Result]:
     """For each found file, in order, its rows and the InputError that says why it is no trace
     (None when it is one; the rows hold the `skipped` row of a file not named itself)."""
     from acp_trace.trace.reader import read_or_skip
@@ -65,15 +65,17 @@ def read_all(found: list[Found], fmt: str | None, workers: int) -> Iterator[Resu
             yield read_or_skip(item.path, fmt, item.explicit)
         return
     tasks, owners = _plan(found, fmt)
+    pool = ProcessPoolExecutor(workers, mp_context=_context(), initializer=_init)
     try:
-        with ProcessPoolExecutor(workers, mp_context=_context(), initializer=_init) as pool:
-            yield from _assemble(found, fmt, owners, pool.map(_run, tasks))
+        yield from _assemble(found, fmt, owners, pool.map(_run, tasks))
     except BrokenProcessPool:
         where = ", ".join(str(item.path) for item in found[:3])
         raise InputError(
             f"a reading process died (out of memory reading {where}?); "
             "try --workers 1, or fewer traces at once"
         ) from None
+    finally:  # also when the reader stops early (a file named that is no trace)
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def out_of_memory(path: Path) -> str:

@@ -58,17 +58,20 @@ def read_trace(
     table = Table()
     read_from = {item.root: 0 for item in found}
     results = pool.read_all(found, fmt, pool.choose_workers(found, workers))
-    for done, (item, (part, error)) in enumerate(zip(found, results, strict=True), 1):
-        if error is not None and item.explicit:
-            raise error
-        if isinstance(part, Table):
-            table.extend(part)
-        else:
-            for frame in part:
-                table.add_frame(frame)
-        read_from[item.root] += error is None
-        if progress is not None:
-            progress(done, len(found))
+    try:
+        for done, (item, (part, error)) in enumerate(zip(found, results, strict=True), 1):
+            if error is not None and item.explicit:
+                raise error
+            if isinstance(part, Table):
+                table.extend(part)
+            else:
+                for frame in part:
+                    table.add_frame(frame)
+            read_from[item.root] += error is None
+            if progress is not None:
+                progress(done, len(found))
+    finally:
+        results.close()  # stops the pool, if any, at once
     frames = table.done()
     records = pl.concat(frames, rechunk=False) if frames else pl.DataFrame(schema=SCHEMA)
     for root, count in read_from.items():
