@@ -15,9 +15,10 @@ code 1 when one does.
 - `--baseline SRC`: acp_trace from another tree against this one. Where this tree fixes a
   crash or a merge of ids on hostile input, the difference is the fix (`--hostile-only` runs
   just those inputs, to read them).
-- `--self`: this tree three ways: the native reader (trace/blocks.py), the line reader alone
-  (every block handed to trace/lines.py), and the native reader in a pool of 2 processes
-  with byte ranges of 64 KiB: the tables must be identical, row order included.
+- `--self`: this tree four ways: the native reader (trace/blocks.py) into columns, the same
+  into row tuples (as it reads small traces), the line reader alone (every block handed to
+  trace/lines.py), and the native reader in a pool of 2 processes with byte ranges of 64 KiB:
+  the tables must be identical, row order included.
 """
 
 from __future__ import annotations
@@ -72,8 +73,11 @@ def _variant(variant: str) -> dict[str, Any]:
     except ImportError:  # a baseline from before the native path
         return {}
     blocks.FAST_MIN_BYTES = 0  # even the smallest trace takes the native path
-    if variant == "lines":
-        blocks._fast = lambda *args: (None, 0)  # every block goes to the line reader
+    if variant == "lines":  # every block goes to the line reader
+        blocks._fast = lambda *args: (None, 0)
+        blocks._fast_rows = lambda *args: None
+    if variant == "rows":  # every block is read into row tuples
+        blocks.FAST_MIN_BYTES = 1 << 40
     if variant == "pool":
         pool.RANGE_BYTES = 64 << 10
         return {"workers": 2}
@@ -427,8 +431,9 @@ def main() -> int:
             before = run(args.baseline, work / "inputs.json", work / "before.pkl")
             found += [f"baseline: {d}" for d in differences(before, after, inputs)]
         if args.self:
-            other = run(ROOT / "src", work / "inputs.json", work / "lines.pkl", "lines")
-            found += [f"lines: {d}" for d in differences(after, other, inputs)]
+            for variant in ("lines", "rows"):
+                other = run(ROOT / "src", work / "inputs.json", work / f"{variant}.pkl", variant)
+                found += [f"{variant}: {d}" for d in differences(after, other, inputs)]
             # A pool starts per input: every tenth input, the hostile and the larger ones.
             picked = [i for i, spec in enumerate(inputs) if _pooled(i, spec)]
             (work / "pooled.json").write_text(json.dumps([inputs[i] for i in picked]))

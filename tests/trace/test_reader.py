@@ -231,13 +231,19 @@ def _line_reader_only(monkeypatch: pytest.MonkeyPatch) -> None:
     from acp_trace.trace import blocks
 
     monkeypatch.setattr(blocks, "_fast", lambda *args: (None, 0))
+    monkeypatch.setattr(blocks, "_fast_rows", lambda *args: None)
 
 
+@pytest.mark.parametrize("columns", [True, False], ids=["columns", "row tuples"])
 @pytest.mark.parametrize("name", sorted(NEAR_MISSES))
 def test_native_path_reads_every_line_as_the_line_reader(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, columns: bool
 ) -> None:
-    """Among lines the native path reads, any near miss reads the same as by the line reader."""
+    """Among lines the native path reads (into columns, or into row tuples for a small
+    block), any near miss reads the same as by the line reader."""
+    from acp_trace.trace import blocks
+
+    monkeypatch.setattr(blocks, "FAST_MIN_BYTES", 0 if columns else 1 << 30)
     ok = b'{"seq":%d,"t_ns":%d,"src":"agent","msg":' + UPDATE + b"}"
     body = [ok % (i, i) for i in range(10, 200)]
     body.insert(100, NEAR_MISSES[name])
@@ -248,12 +254,15 @@ def test_native_path_reads_every_line_as_the_line_reader(
     assert_frame_equal(native, read_trace(path))
 
 
+@pytest.mark.parametrize("min_bytes", [0, 1 << 30], ids=["columns", "row tuples"])
 def test_lines_as_written_take_the_native_path(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, min_bytes: int
 ) -> None:
     """The recorder's own lines never reach the line reader (but the header)."""
+    from acp_trace.trace import blocks as native
     from acp_trace.trace import lines
 
+    monkeypatch.setattr(native, "FAST_MIN_BYTES", min_bytes)
     calls: list[int] = []
     original = lines.parse_line
     monkeypatch.setattr(

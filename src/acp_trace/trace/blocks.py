@@ -99,6 +99,9 @@ def read_block(table: Table, block: bytes, trace: str, first: int) -> int:
             if frame.height:
                 table.add_frame(frame)
             return count
+    elif (lines := _fast_rows(block, trace, first, table.rows)) is not None:
+        table.check()
+        return lines
     count = block.count(b"\n")
     cut = block.rfind(b"\n", 0, len(block) // 2) + 1 or block.find(b"\n") + 1
     if len(block) < FAST_MIN_BYTES or count <= SMALL_BLOCK or cut >= len(block):
@@ -108,6 +111,50 @@ def read_block(table: Table, block: bytes, trace: str, first: int) -> int:
         return count
     left = read_block(table, block[:cut], trace, first)
     return left + read_block(table, block[cut:], trace, first + left)
+
+
+def _fast_rows(block: bytes, trace: str, first: int, rows: Rows) -> int | None:
+    """A small block (a small trace) read the same way, into row tuples: no DataFrame is made
+    per block, so many small traces cost what one large one does. None when a record does
+    not decode; a line that decodes but cannot be read exactly goes to the line reader."""
+    try:
+        recs = _RECORDS.decode_lines(block)
+    except _FAILURES:
+        return None
+    lines = block.split(b"\n")[:-1]
+    if len(lines) != len(recs):  # msgspec passes over blank lines
+        return None
+    add = rows.rows.append
+    for number, (rec, line) in enumerate(zip(recs, lines, strict=True), first):
+        row = _row(rec, line, trace, number)
+        if row is None:
+            parse_line(rows, trace, number, line + b"\n", header_ok=False)
+        else:
+            add(row)
+    return len(recs)
+
+
+def _row(rec: _Record, line: bytes, trace: str, number: int) -> tuple[Any, ...] | None:
+    """The row of one record whose line is the recorder's form (None for any other)."""
+    msg, text = rec.msg, rec.text
+    t_ns = 4 if rec.t_ns is None else len(str(rec.t_ns))
+    size = len(msg) if msg else len(text) + 1
+    if (
+        bool(msg) == bool(text)
+        or len(line) != _FRAME_BYTES + len(str(rec.seq)) + t_ns + len(rec.src) + size
+    ):
+        return None
+    head = (trace, number, rec.seq, None, rec.t_ns, rec.src)
+    try:
+        if msg:
+            data = bytes(msg)
+            fields = _message_fields(_MESSAGE.decode(data))
+            return (*head, *fields, len(data), False, None, data.decode("utf-8"), None)
+        value = _TEXT.decode(text)
+    except _FAILURES:
+        return None
+    empty = (None,) * 6
+    return (*head, "text", *empty, len(value.encode()), False, None, None, value)
 
 
 def _fast(
@@ -290,6 +337,40 @@ def _fields(msgs: list[_Message]) -> dict[str, list[Any]]:
         "update_session": [s if type(s) is str else None for s in update_sessions],
         "error_code": [c if type(c) is int and low <= c <= high else None for c in codes],
     }
+
+
+def _message_fields(m: _Message) -> tuple[Any, ...]:
+    """The columns of one message, as `_fields` derives them for many (and `lines.fields_of`
+    from a parsed message): kind, id, method, session_id, update_kind, update_session,
+    error_code."""
+    u = UNSET
+    if m.jsonrpc != "2.0" or (m.id is u and m.method is u):
+        return ("invalid", None, None, None, None, None, None)
+    if m.method is not u:
+        kind = "request" if m.id is not u else "notification"
+    else:
+        kind = "error" if m.error is not u else "response"
+    mid = None if m.id is u else str(m.id) if type(m.id) is int else id_key(m.id)
+    params = m.params
+    session = params.sessionId if type(params) is _Params else None
+    if session is None:
+        session = _other_session(m)
+    update = params.update if type(params) is _Params else None
+    kind_of = session_of = None
+    if isinstance(update, _Update):
+        kind_of = update.sessionUpdate if type(update.sessionUpdate) is str else None
+        session_of = update.sessionId if type(update.sessionId) is str else None
+    code = m.error.code if type(m.error) is _Error else None
+    low, high = _INT64
+    return (
+        kind,
+        mid,
+        m.method if type(m.method) is str else None,
+        session if type(session) is str else None,
+        kind_of,
+        session_of,
+        code if type(code) is int and low <= code <= high else None,
+    )
 
 
 def _other_session(m: _Message) -> Any:
