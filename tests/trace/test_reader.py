@@ -268,10 +268,10 @@ def test_lines_as_written_take_the_native_path(
     monkeypatch.setattr(
         lines, "parse_line", lambda *a, **k: calls.append(a[2]) or original(*a, **k)
     )
-    from acp_trace.trace import blocks, reader
+    from acp_trace.trace import blocks, native
 
     monkeypatch.setattr(blocks, "parse_line", lines.parse_line)
-    monkeypatch.setattr(reader, "parse_line", lines.parse_line)
+    monkeypatch.setattr(native, "parse_line", lines.parse_line)
     body = [NEAR_MISSES["as written"], NEAR_MISSES["text"], NEAR_MISSES["t_ns null"]] * 50
     path = tmp_path / "t.jsonl"
     path.write_bytes(HEAD + b"\n".join(body) + b"\n")

@@ -2,7 +2,7 @@
 
 The work is cut into tasks in file order: byte ranges of about RANGE_BYTES of a large native
 trace (each from a line's start to a line's end), and groups of whole small files. Each task
-runs the same reader (`reader.read_range`, `reader.read_file`) in a worker process, which
+runs the same reader (`native.read_range`, `native.read_file`) in a worker process, which
 sends its rows back as Arrow IPC; the parent numbers the lines of each range from the lines
 of the ranges before it. A file whose ranges find a header after its first line (several
 traces in one file) is read again whole. So the table is the one a single process reads, row
@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from acp_trace.errors import InputError
+from acp_trace.trace.native import out_of_memory
 from acp_trace.trace.paths import Found
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ def choose_workers(found: list[Found], workers: int | None) -> int:
 def read_all(found: list[Found], fmt: str | None, workers: int) -> Generator[Result]:
     """For each found file, in order, its rows and the InputError that says why it is no trace
     (None when it is one; the rows hold the `skipped` row of a file not named itself)."""
-    from acp_trace.trace.reader import read_or_skip
+    from acp_trace.trace.native import read_or_skip
 
     if workers <= 1 or len(found) == 0:
         for item in found:
@@ -78,21 +79,13 @@ def read_all(found: list[Found], fmt: str | None, workers: int) -> Generator[Res
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def out_of_memory(path: Path) -> str:
-    return (
-        f"out of memory reading {path} ({_size(path) / 1e6:.0f} MB); try fewer or smaller "
-        "traces at once, or a machine with more memory (the analyzer needs about twice the "
-        "size of its input)"
-    )
-
-
 # ---------------------------------------------------------------- planning and assembling
 
 
 def _plan(found: list[Found], fmt: str | None) -> tuple[list[Task], list[int]]:
     """The tasks, and for each found file the number of byte ranges it is cut into (0: it is
     read whole, in a group of files)."""
-    from acp_trace.trace.reader import is_native
+    from acp_trace.trace.native import is_native
 
     tasks: list[Task] = []
     owners: list[int] = []
@@ -124,7 +117,7 @@ def _assemble(
 ) -> Iterator[Result]:
     """Per file, in order, its rows from the results of its tasks (which arrive in order): a
     group of small files comes as one table, with the first file of the group."""
-    from acp_trace.trace.reader import read_or_skip
+    from acp_trace.trace.native import read_or_skip
 
     errors: list[str | None] = []  # of the group of files being handed out
     for item, ranges in zip(found, owners, strict=True):
@@ -193,7 +186,7 @@ def _init() -> None:
 
 def _run(task: Task) -> Any:
     from acp_trace.trace.lines import Table
-    from acp_trace.trace.reader import read_or_skip, read_range
+    from acp_trace.trace.native import read_or_skip, read_range
 
     kind, args = task
     if kind == "range":
@@ -231,7 +224,7 @@ def _context() -> Any:
     if _fork_is_safe():
         return mp.get_context("fork")
     context = mp.get_context("forkserver")
-    context.set_forkserver_preload(["acp_trace.trace.reader"])
+    context.set_forkserver_preload(["acp_trace.trace.native"])
     return context
 
 
