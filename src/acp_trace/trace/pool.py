@@ -21,9 +21,11 @@ import os
 import re
 import resource
 import threading
+from collections import deque
 from collections.abc import Generator, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -68,7 +70,7 @@ def read_all(found: list[Found], fmt: str | None, workers: int) -> Generator[Res
     tasks, owners = _plan(found, fmt)
     pool = ProcessPoolExecutor(workers, mp_context=_context(), initializer=_init)
     try:
-        yield from _assemble(found, fmt, owners, pool.map(_run, tasks))
+        yield from _assemble(found, fmt, owners, _in_order(pool, tasks, 2 * workers))
     except BrokenProcessPool:
         where = ", ".join(str(item.path) for item in found[:3])
         raise InputError(
@@ -80,6 +82,21 @@ def read_all(found: list[Found], fmt: str | None, workers: int) -> Generator[Res
 
 
 # ---------------------------------------------------------------- planning and assembling
+
+
+def _in_order(pool: ProcessPoolExecutor, tasks: list[Task], window: int) -> Iterator[Any]:
+    """The tasks' results in order, with at most `window` tasks submitted and not yet handed
+    out: results that wait for the parent are bounded (each is a range's rows)."""
+    pending: deque[Future[Any]] = deque()
+    todo = iter(tasks)
+    for task in islice(todo, window):
+        pending.append(pool.submit(_run, task))
+    while pending:
+        result = pending.popleft().result()
+        following = next(todo, None)
+        if following is not None:
+            pending.append(pool.submit(_run, following))
+        yield result
 
 
 def _plan(found: list[Found], fmt: str | None) -> tuple[list[Task], list[int]]:
