@@ -191,7 +191,8 @@ def measure(
             run.maxrss_mb = max(run.maxrss_mb, run.out["grandchild_rss_mb"])
         runs[label].append(run)
         print(
-            f"  round {rep + 1}: {label:<22} {run.out['seconds']:8.3f} s  peak {run.maxrss_mb:7.0f} MB",
+            f"  round {rep + 1}: {label:<22} {run.out['seconds']:8.3f} s  cpu {run.out['cpu']:8.3f} s"
+            f"  peak {run.maxrss_mb:7.0f} MB",
             flush=True,
         )
     return runs
@@ -278,6 +279,8 @@ def baseline_figures(runs: dict[str, list[ChildRun]], datasets: dict[str, Any]) 
     """Per dataset, how much faster and leaner this analyzer is than the baseline's."""
     figures = []
     for tag in datasets:
+        if f"baseline@{tag}" not in runs:
+            continue
         before, after = runs[f"baseline@{tag}"], runs[f"analyze-1@{tag}"]
         note = (
             f"baseline {secs(before):.2f} s, peak {peak(before):.0f} MB; "
