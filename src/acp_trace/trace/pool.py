@@ -146,14 +146,17 @@ def _assemble(
             error = errors.pop(0)
             yield frames, None if error is None else InputError(error)
             continue
-        parts = [next(results) for _ in range(ranges)]
-        if any(headers for _, _, headers in parts):  # several traces in the file
+        frames, offset, several = [], 0, False
+        for _ in range(ranges):  # each range's rows taken as it comes: the rest is bounded
+            packed, lines, headers = next(results)
+            several = several or bool(headers)
+            if not several:
+                frames.extend(f.with_columns(pl.col("line") + offset) for f in _unpack(packed))
+            offset += lines
+        if several:  # several traces in the file: read again whole
+            frames = []
             yield read_or_skip(item.path, fmt, item.explicit)
             continue
-        frames, offset = [], 0
-        for packed, lines, _ in parts:
-            frames.extend(f.with_columns(pl.col("line") + offset) for f in _unpack(packed))
-            offset += lines
         yield frames, None
 
 
