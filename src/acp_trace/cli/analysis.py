@@ -21,7 +21,7 @@ from acp_trace.cli.app import (
 
 
 @app.command()
-def summary(traces: Traces, source_format: From = None, workers: Workers = None) -> None:
+def summary(traces: Traces, source_format: From = None, workers: Workers = 1) -> None:
     """Per trace: agent, protocol, sessions, message counts, duration, stderr and malformed lines."""
     from acp_trace.analysis.summary import summarize
     from acp_trace.render.report import format_summary
@@ -39,7 +39,7 @@ def replays(
     fmt: Format = "table",
     marker_meta: MarkerMeta = None,
     source_format: From = None,
-    workers: Workers = None,
+    workers: Workers = 1,
 ) -> None:
     """One row per replaying request and session: outcome, timings (ms) and counts."""
     a = analyze_paths(traces, marker_meta, source_format, workers)
@@ -54,7 +54,7 @@ def check(
     min_severity: Annotated[str, typer.Option("--min-severity")] = "info",
     marker_meta: MarkerMeta = None,
     source_format: From = None,
-    workers: Workers = None,
+    workers: Workers = 1,
 ) -> None:
     """Evaluate every rule of the catalogue; exit 1 when there is an error finding."""
     from acp_trace.render import report as render
@@ -75,7 +75,7 @@ def timeline(
     ] = False,
     marker_meta: MarkerMeta = None,
     source_format: From = None,
-    workers: Workers = None,
+    workers: Workers = 1,
 ) -> None:
     """Print what happened, message by message, with replay windows and markers set off."""
     from acp_trace.render.report import format_timeline
@@ -91,7 +91,7 @@ def latency(
     by: Annotated[str, typer.Option("--by", help="Group by method, agent or trace.")] = "method",
     fmt: Format = "table",
     source_format: From = None,
-    workers: Workers = None,
+    workers: Workers = 1,
 ) -> None:
     """Request-to-response latency per method, and prompt-turn phases."""
     from acp_trace.analysis.latency import turn_phases

@@ -49,11 +49,11 @@ From = Annotated[
 
 
 Workers = Annotated[
-    int | None,
+    int,
     typer.Option(
         "--workers",
         min=1,
-        help="Processes that read the traces (default: one per core for 48 MB or more, else 1).",
+        help="Processes that read the traces (the result is the same; see docs/performance.md).",
     ),
 ]
 
@@ -88,7 +88,7 @@ def analyze_paths(
     traces: list[str],
     marker_meta: str | None = None,
     fmt: str | None = None,
-    workers: int | None = None,
+    workers: int | None = 1,
 ) -> Analysis:
     from acp_trace.analysis import analyze
 
