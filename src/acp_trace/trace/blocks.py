@@ -22,71 +22,32 @@ split in two until the lines that fail are found; they are read by the line read
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any
 
 import msgspec
 import polars as pl
-from msgspec import UNSET, Raw, Struct, UnsetType
+from msgspec import UNSET, Raw
 
 from acp_trace.jsonrpc import id_key
 from acp_trace.trace.lines import COLUMNS, SCHEMA, Rows, Table, parse_line
+from acp_trace.trace.records import (
+    FAILURES,
+    FRAME_BYTES,
+    INT64,
+    MESSAGE,
+    RECORDS,
+    TEXT,
+    Error,
+    Message,
+    Params,
+    Record,
+    Update,
+    other_session,
+)
+from acp_trace.trace.records import fast_rows as _fast_rows
 
-Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
-Scalar = str | int | float | bool | None
-Array = list[Raw]  # read no further: the analyzer needs nothing inside
-_EMPTY = Raw(b"")
-# The recorder's record is `{"seq":` N `,"t_ns":` N `,"src":"` S `","msg":` V `}`: 32 bytes
-# besides its values (33 with `text`).
-_FRAME_BYTES = 32
 SMALL_BLOCK = 64  # a failing block this small (in lines) goes to the line reader whole
-FAST_MIN_BYTES = 64 << 10  # a smaller block goes to the line reader (quicker to start)
-
-
-class _Record(Struct, forbid_unknown_fields=True, gc=False):
-    seq: Int64
-    t_ns: Int64 | None
-    src: Literal["client", "agent", "stderr"]
-    msg: Raw = _EMPTY
-    text: Raw = _EMPTY
-
-
-class _Update(Struct, gc=False):
-    sessionUpdate: Scalar = None
-    sessionId: Scalar = None
-
-
-class _Params(Struct, gc=False):
-    sessionId: Scalar = None
-    update: _Update | Array | Scalar = None
-
-
-class _Result(Struct, gc=False):
-    sessionId: Scalar = None
-
-
-class _Data(Struct, gc=False):
-    sessionId: Scalar = None
-
-
-class _Error(Struct, gc=False):
-    code: Scalar = None
-    data: _Data | Array | Scalar = None
-
-
-class _Message(Struct, gc=False):
-    jsonrpc: Scalar = None
-    id: Scalar | UnsetType = UNSET
-    method: Scalar | UnsetType = UNSET
-    params: _Params | Array | Scalar = None
-    result: _Result | Array | Scalar = None
-    error: _Error | Array | Scalar | UnsetType = UNSET
-
-
-_RECORDS = msgspec.json.Decoder(_Record)
-_MESSAGE = msgspec.json.Decoder(_Message)
-_TEXT = msgspec.json.Decoder(str)
-_FAILURES = (msgspec.MsgspecError, RecursionError, ValueError)
-_INT64 = (-(2**63), 2**63 - 1)
+FAST_MIN_BYTES = 64 << 10  # a smaller block is read into row tuples (quicker to start)
 
 
 def read_block(table: Table, block: bytes, trace: str, first: int) -> int:
@@ -113,50 +74,6 @@ def read_block(table: Table, block: bytes, trace: str, first: int) -> int:
     return left + read_block(table, block[cut:], trace, first + left)
 
 
-def _fast_rows(block: bytes, trace: str, first: int, rows: Rows) -> int | None:
-    """A small block (a small trace) read the same way, into row tuples: no DataFrame is made
-    per block, so many small traces cost what one large one does. None when a record does
-    not decode; a line that decodes but cannot be read exactly goes to the line reader."""
-    try:
-        recs = _RECORDS.decode_lines(block)
-    except _FAILURES:
-        return None
-    lines = block.split(b"\n")[:-1]
-    if len(lines) != len(recs):  # msgspec passes over blank lines
-        return None
-    add = rows.rows.append
-    for number, (rec, line) in enumerate(zip(recs, lines, strict=True), first):
-        row = _row(rec, line, trace, number)
-        if row is None:
-            parse_line(rows, trace, number, line + b"\n", header_ok=False)
-        else:
-            add(row)
-    return len(recs)
-
-
-def _row(rec: _Record, line: bytes, trace: str, number: int) -> tuple[Any, ...] | None:
-    """The row of one record whose line is the recorder's form (None for any other)."""
-    msg, text = rec.msg, rec.text
-    t_ns = 4 if rec.t_ns is None else len(str(rec.t_ns))
-    size = len(msg) if msg else len(text) + 1
-    if (
-        bool(msg) == bool(text)
-        or len(line) != _FRAME_BYTES + len(str(rec.seq)) + t_ns + len(rec.src) + size
-    ):
-        return None
-    head = (trace, number, rec.seq, None, rec.t_ns, rec.src)
-    try:
-        if msg:
-            data = bytes(msg)
-            fields = _message_fields(_MESSAGE.decode(data))
-            return (*head, *fields, len(data), False, None, data.decode("utf-8"), None)
-        value = _TEXT.decode(text)
-    except _FAILURES:
-        return None
-    empty = (None,) * 6
-    return (*head, "text", *empty, len(value.encode()), False, None, None, value)
-
-
 def _fast(
     block: bytes, trace: str, first: int, headers: list[int]
 ) -> tuple[pl.DataFrame | None, int]:
@@ -164,8 +81,8 @@ def _fast(
     record does not decode); lines that decode but cannot be read exactly here are read by
     the line reader."""
     try:
-        recs = _RECORDS.decode_lines(block)
-    except _FAILURES:
+        recs = RECORDS.decode_lines(block)
+    except FAILURES:
         return None, 0
     msgs = [r.msg for r in recs]
     texts = [r.text for r in recs]
@@ -200,7 +117,7 @@ def _fast(
     return frame, len(recs)
 
 
-def _not_as_written(block: bytes, recs: list[_Record], *, exact_sum: bool) -> set[int] | None:
+def _not_as_written(block: bytes, recs: list[Record], *, exact_sum: bool) -> set[int] | None:
     """The rows whose line is not the recorder's form byte for byte (see the module doc).
     A line of a record with one payload is at least as long as that form, so when the lengths
     add up (`exact_sum`: every record has one payload) each line is exactly that form. None
@@ -214,7 +131,7 @@ def _not_as_written(block: bytes, recs: list[_Record], *, exact_sum: bool) -> se
         + t_ns.cast(pl.String).str.len_bytes().cast(pl.Int64).fill_null(4)
         + src.str.len_bytes().cast(pl.Int64)
         + payload
-        + _FRAME_BYTES
+        + FRAME_BYTES
     )
     if exact_sum and expected.sum() + len(recs) == len(block):
         return set()
@@ -229,13 +146,13 @@ def _decoded(decoder: msgspec.json.Decoder[Any], raws: list[Raw]) -> list[Any]:
     """Each raw value decoded, or None where it cannot be."""
     try:
         return [decoder.decode(raw) for raw in raws]
-    except _FAILURES:
+    except FAILURES:
         pass
     out: list[Any] = []
     for raw in raws:
         try:
             out.append(decoder.decode(raw))
-        except _FAILURES:
+        except FAILURES:
             out.append(None)
     return out
 
@@ -266,11 +183,11 @@ def _keep(rows: list[int], values: list[Any], odd: set[int]) -> tuple[list[int],
 
 
 def _messages(
-    recs: list[_Record], rows: list[int], odd: set[int], trace: str, first: int
+    recs: list[Record], rows: list[int], odd: set[int], trace: str, first: int
 ) -> pl.DataFrame | None:
     """The rows of the message records among `rows`."""
     raws = [recs[i].msg for i in rows]
-    rows, msgs = _keep(rows, _decoded(_MESSAGE, raws), odd)
+    rows, msgs = _keep(rows, _decoded(MESSAGE, raws), odd)
     raws = [recs[i].msg for i in rows]
     text, bad = _utf8(raws)
     if bad:
@@ -305,7 +222,7 @@ def _messages(
 _FIELDS = ("kind", "id", "method", "session_id", "update_kind", "update_session", "error_code")
 
 
-def _fields(msgs: list[_Message]) -> dict[str, list[Any]]:
+def _fields(msgs: list[Message]) -> dict[str, list[Any]]:
     """The columns derived from the messages, as `lines.fields_of` derives them."""
     u = UNSET
     kinds = [
@@ -318,16 +235,16 @@ def _fields(msgs: list[_Message]) -> dict[str, list[Any]]:
     ]
     ids = [None if m.id is u else str(m.id) if type(m.id) is int else id_key(m.id) for m in msgs]
     params = [m.params for m in msgs]
-    sessions = [p.sessionId if type(p) is _Params else None for p in params]
+    sessions = [p.sessionId if type(p) is Params else None for p in params]
     for i, session in enumerate(sessions):
         if session is None:
-            sessions[i] = _other_session(msgs[i])
-    updates = [p.update if type(p) is _Params else None for p in params]
-    update = [x if isinstance(x, _Update) else None for x in updates]
+            sessions[i] = other_session(msgs[i])
+    updates = [p.update if type(p) is Params else None for p in params]
+    update = [x if isinstance(x, Update) else None for x in updates]
     update_kinds = [None if x is None else x.sessionUpdate for x in update]
     update_sessions = [None if x is None else x.sessionId for x in update]
-    low, high = _INT64
-    codes = [m.error.code if type(m.error) is _Error else None for m in msgs]
+    low, high = INT64
+    codes = [m.error.code if type(m.error) is Error else None for m in msgs]
     return {
         "kind": kinds,
         "id": ids,
@@ -339,53 +256,11 @@ def _fields(msgs: list[_Message]) -> dict[str, list[Any]]:
     }
 
 
-def _message_fields(m: _Message) -> tuple[Any, ...]:
-    """The columns of one message, as `_fields` derives them for many (and `lines.fields_of`
-    from a parsed message): kind, id, method, session_id, update_kind, update_session,
-    error_code."""
-    u = UNSET
-    if m.jsonrpc != "2.0" or (m.id is u and m.method is u):
-        return ("invalid", None, None, None, None, None, None)
-    if m.method is not u:
-        kind = "request" if m.id is not u else "notification"
-    else:
-        kind = "error" if m.error is not u else "response"
-    mid = None if m.id is u else str(m.id) if type(m.id) is int else id_key(m.id)
-    params = m.params
-    session = params.sessionId if type(params) is _Params else None
-    if session is None:
-        session = _other_session(m)
-    update = params.update if type(params) is _Params else None
-    kind_of = session_of = None
-    if isinstance(update, _Update):
-        kind_of = update.sessionUpdate if type(update.sessionUpdate) is str else None
-        session_of = update.sessionId if type(update.sessionId) is str else None
-    code = m.error.code if type(m.error) is _Error else None
-    low, high = _INT64
-    return (
-        kind,
-        mid,
-        m.method if type(m.method) is str else None,
-        session if type(session) is str else None,
-        kind_of,
-        session_of,
-        code if type(code) is int and low <= code <= high else None,
-    )
-
-
-def _other_session(m: _Message) -> Any:
-    """A session named by the result, else by the error's data (when params names none)."""
-    session = m.result.sessionId if type(m.result) is _Result else None
-    if session is None and type(m.error) is _Error and type(m.error.data) is _Data:
-        session = m.error.data.sessionId
-    return session
-
-
 def _texts(
-    recs: list[_Record], rows: list[int], odd: set[int], trace: str, first: int
+    recs: list[Record], rows: list[int], odd: set[int], trace: str, first: int
 ) -> pl.DataFrame | None:
     """The rows of the text records among `rows`."""
-    rows, texts = _keep(rows, _decoded(_TEXT, [recs[i].text for i in rows]), odd)
+    rows, texts = _keep(rows, _decoded(TEXT, [recs[i].text for i in rows]), odd)
     if not rows:
         return None
     frame = pl.DataFrame(
