@@ -87,17 +87,22 @@ def analyze(
     marker_meta: str | None = None,
     fmt: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    workers: int | None = 1,
 ) -> Analysis:
-    """Read traces (or take a records DataFrame) and return their lazy Analysis."""
-    records = (
-        paths if isinstance(paths, pl.DataFrame) else read_trace(paths, fmt=fmt, progress=progress)
-    )
+    """Read traces (or take a records DataFrame) and return their lazy Analysis. `workers`
+    reads in that many processes (None: one per core when the input is large enough to gain
+    from it; see `read_trace`): the result is the same."""
+    if isinstance(paths, pl.DataFrame):
+        return Analysis(paths, marker_meta=marker_meta)
+    records = read_trace(paths, fmt=fmt, progress=progress, workers=workers)
     return Analysis(records, marker_meta=marker_meta)
 
 
-def replays_of(paths: Paths | pl.DataFrame, *, marker_meta: str | None = None) -> pl.DataFrame:
+def replays_of(
+    paths: Paths | pl.DataFrame, *, marker_meta: str | None = None, workers: int | None = 1
+) -> pl.DataFrame:
     """The replays table of some traces (one row per replaying request and session)."""
-    return analyze(paths, marker_meta=marker_meta).replays
+    return analyze(paths, marker_meta=marker_meta, workers=workers).replays
 
 
 def check(
@@ -107,12 +112,16 @@ def check(
     rules: list[str] | None = None,
     min_severity: str = "info",
     schema: bool = True,
+    workers: int | None = 1,
 ) -> pl.DataFrame:
     """The findings of every rule (or the selected ones) on some traces; `schema=False` skips
     the JSON Schema validation of every message (rules schema-invalid and caused-error)."""
-    return analyze(paths, marker_meta=marker_meta).findings(rules, min_severity, schema=schema)
+    a = analyze(paths, marker_meta=marker_meta, workers=workers)
+    return a.findings(rules, min_severity, schema=schema)
 
 
-def timeline_of(paths: Paths | pl.DataFrame, *, marker_meta: str | None = None) -> pl.DataFrame:
+def timeline_of(
+    paths: Paths | pl.DataFrame, *, marker_meta: str | None = None, workers: int | None = 1
+) -> pl.DataFrame:
     """The timeline table of some traces: records plus pairing, sessions and classes."""
-    return analyze(paths, marker_meta=marker_meta).timeline
+    return analyze(paths, marker_meta=marker_meta, workers=workers).timeline

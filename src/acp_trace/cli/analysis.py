@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from acp_trace.cli.app import Format, From, MarkerMeta, Traces, analyze_paths, app
+from acp_trace.cli.app import Format, From, MarkerMeta, Traces, Workers, analyze_paths, app
 from acp_trace.cli.terminal import Kind, emit, emit_table, width
 
 if TYPE_CHECKING:
@@ -15,13 +15,13 @@ if TYPE_CHECKING:
 
 
 @app.command()
-def summary(traces: Traces, source_format: From = None) -> None:
+def summary(traces: Traces, source_format: From = None, workers: Workers = 1) -> None:
     """Per trace: agent, protocol, sessions, counts, duration, what went wrong; files skipped."""
     from acp_trace.analysis.summary import summarize
     from acp_trace.render.report import format_summary
     from acp_trace.trace.reader import skipped_inputs
 
-    a = analyze_paths(traces, None, source_format)
+    a = analyze_paths(traces, None, source_format, workers)
     emit(format_summary(summarize(a.records), skipped_inputs(a.records)))
 
 
@@ -42,6 +42,7 @@ def replays(
     ] = None,
     marker_meta: MarkerMeta = None,
     source_format: From = None,
+    workers: Workers = 1,
 ) -> None:
     """One row per replaying request and session: outcome, the gap, timings (ms) and counts.
 
@@ -50,7 +51,7 @@ def replays(
     from acp_trace.render.report import frame
     from acp_trace.render.report.tables import replays_table
 
-    a = analyze_paths(traces, marker_meta, source_format)
+    a = analyze_paths(traces, marker_meta, source_format, workers)
     if fmt == "table":
         from acp_trace.render.plots._common import untimed_traces
 
@@ -89,11 +90,12 @@ def check(
             "caused-error).",
         ),
     ] = True,
+    workers: Workers = 1,
 ) -> None:
     """Evaluate every rule of the catalogue; exit 1 when there is an error finding."""
     from acp_trace.render import report as render
 
-    a = analyze_paths(traces, marker_meta, source_format)
+    a = analyze_paths(traces, marker_meta, source_format, workers)
     findings = a.findings(rule, min_severity, schema=schema)
     emit(render.check_output(a, findings, fmt), CHECK_KINDS[fmt])
     if findings.filter(findings["severity"] == "error").height:
@@ -111,11 +113,12 @@ def timeline(
     ] = False,
     marker_meta: MarkerMeta = None,
     source_format: From = None,
+    workers: Workers = 1,
 ) -> None:
     """Print what happened, message by message, with replay windows and markers set off."""
     from acp_trace.render.report import format_timeline
 
-    a = analyze_paths(traces, marker_meta, source_format)
+    a = analyze_paths(traces, marker_meta, source_format, workers)
     if session is not None:
         require_session(a.timeline, session)
     text = format_timeline(a.timeline, a.facts.windows, session=session, replays_only=replays_only)
@@ -139,13 +142,14 @@ def latency(
     ] = "method",
     fmt: Format = "table",
     source_format: From = None,
+    workers: Workers = 1,
 ) -> None:
     """Request-to-response latency per method, and prompt-turn phases."""
     from acp_trace.analysis.latency import turn_phases
     from acp_trace.render import report as render
     from acp_trace.render.report.tables import table
 
-    a = analyze_paths(traces, None, source_format)
+    a = analyze_paths(traces, None, source_format, workers)
     requests = a.latency(by)
     phases = turn_phases(a.turns, by)
     if fmt != "table":

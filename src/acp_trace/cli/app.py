@@ -70,6 +70,16 @@ From = Annotated[
 ]
 
 
+Workers = Annotated[
+    int,
+    typer.Option(
+        "--workers",
+        min=1,
+        help="Processes that read the traces (the result is the same; see docs/performance.md).",
+    ),
+]
+
+
 @app.callback(invoke_without_command=True)
 def _root(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
@@ -82,7 +92,10 @@ def _root(
 
 
 def analyze_paths(
-    traces: list[str], marker_meta: str | None = None, fmt: str | None = None
+    traces: list[str],
+    marker_meta: str | None = None,
+    fmt: str | None = None,
+    workers: int | None = 1,
 ) -> Analysis:
     """Read traces (with a progress bar on a terminal), warn about each file skipped, and
     return their Analysis: the one every command builds its output from."""
@@ -90,7 +103,7 @@ def analyze_paths(
     from acp_trace.cli.terminal import progress_bar, warn_skipped
 
     with progress_bar("reading") as progress:
-        a = analyze(traces, marker_meta=marker_meta, fmt=fmt, progress=progress)
+        a = analyze(traces, marker_meta=marker_meta, fmt=fmt, progress=progress, workers=workers)
     warn_skipped(a.records)
     return a
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from acp_trace.jsonrpc import loads
+from acp_trace.jsonrpc import json_text, loads
 
 FORMAT_VERSION = 1
 SOURCES = ("client", "agent", "stderr", "tap")
@@ -89,8 +89,8 @@ def msg_text(line: bytes, rec: dict[str, Any]) -> tuple[str, int]:
         data = line[colon + 1 : end].strip()
         if data:
             return data.decode("utf-8"), len(data)
-    data = orjson.dumps(rec["msg"])
-    return data.decode(), len(data)
+    text = json_text(rec["msg"])
+    return text, len(text.encode())
 
 
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)

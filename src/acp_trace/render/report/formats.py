@@ -12,6 +12,7 @@ import orjson
 import polars as pl
 
 from acp_trace.errors import UsageError
+from acp_trace.jsonrpc import id_json
 from acp_trace.render.escape import csv_safe, json_safe
 from acp_trace.render.report.text import format_findings, format_table
 
@@ -34,12 +35,12 @@ def rounded(df: pl.DataFrame) -> pl.DataFrame:
 
 def rows_json(df: pl.DataFrame) -> list[dict[str, Any]]:
     """The rows of a table as JSON-ready dicts, floats rounded; JSON-RPC ids go back to their
-    own type."""
+    own type, as written (an integer beyond 64 bits stays exact)."""
     rows = rounded(df).to_dicts()
     if "request_id" in df.columns:
         for row in rows:
             if row["request_id"] is not None:
-                row["request_id"] = orjson.loads(row["request_id"])
+                row["request_id"] = id_json(row["request_id"])
     return rows
 
 
