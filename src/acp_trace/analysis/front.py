@@ -56,11 +56,7 @@ class Analysis:
         return latency.request_latency(self.timeline, by)
 
     def findings(self, rules: list[str] | None = None, min_severity: str = "info") -> pl.DataFrame:
-        unknown = [r for r in rules or [] if r not in checks.RULES]
-        if unknown:
-            raise UsageError(f"unknown rule id {', '.join(unknown)}; see `acp-trace rules`")
-        if min_severity not in checks.SEVERITIES:
-            raise UsageError(f"--min-severity {min_severity}: expected error, warning or info")
+        check_rule_filter(rules, min_severity)
         ctx = checks.Context(self.timeline, self.facts, self.turn_facts, self.headers)
         return checks.run_checks(ctx, rules, min_severity)
 
@@ -70,6 +66,15 @@ class Analysis:
             pl.col("seq").drop_nulls().n_unique().alias("records"),
             (pl.col("kind") == "malformed").sum().alias("malformed"),
         )
+
+
+def check_rule_filter(rules: list[str] | None, min_severity: str) -> None:
+    """UsageError for an unknown rule id or severity."""
+    unknown = [r for r in rules or [] if r not in checks.RULES]
+    if unknown:
+        raise UsageError(f"unknown rule id {', '.join(unknown)}; see `acp-trace rules`")
+    if min_severity not in checks.SEVERITIES:
+        raise UsageError(f"--min-severity {min_severity}: expected error, warning or info")
 
 
 def analyze(

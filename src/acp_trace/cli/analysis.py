@@ -10,10 +10,13 @@ from acp_trace.cli.app import (
     Format,
     From,
     MarkerMeta,
+    Scheduler,
     Traces,
     analyze_paths,
+    analyze_tables,
     app,
     emit_frame,
+    exit_if_failed,
     progress_bar,
     warn_skipped,
 )
@@ -37,10 +40,12 @@ def replays(
     fmt: Format = "table",
     marker_meta: MarkerMeta = None,
     source_format: From = None,
+    scheduler: Scheduler = None,
 ) -> None:
     """One row per replaying request and session: outcome, timings (ms) and counts."""
-    a = analyze_paths(traces, marker_meta, source_format)
+    a = analyze_tables(traces, marker_meta, source_format, scheduler)
     emit_frame(a.replays, fmt, "replays")
+    exit_if_failed(a)
 
 
 @app.command()
@@ -51,13 +56,15 @@ def check(
     min_severity: Annotated[str, typer.Option("--min-severity")] = "info",
     marker_meta: MarkerMeta = None,
     source_format: From = None,
+    scheduler: Scheduler = None,
 ) -> None:
     """Evaluate every rule of the catalogue; exit 1 when there is an error finding."""
     from acp_trace.render import report as render
 
-    a = analyze_paths(traces, marker_meta, source_format)
+    a = analyze_tables(traces, marker_meta, source_format, scheduler)
     findings = a.findings(rule, min_severity)
     typer.echo(render.check_output(a, findings, fmt), nl=False)
+    exit_if_failed(a)
     if findings.filter(findings["severity"] == "error").height:
         raise typer.Exit(1)
 
@@ -86,11 +93,12 @@ def latency(
     by: Annotated[str, typer.Option("--by", help="Group by method, agent or trace.")] = "method",
     fmt: Format = "table",
     source_format: From = None,
+    scheduler: Scheduler = None,
 ) -> None:
     """Request-to-response latency per method, and prompt-turn phases."""
     from acp_trace.analysis.latency import turn_phases
 
-    a = analyze_paths(traces, None, source_format)
+    a = analyze_tables(traces, None, source_format, scheduler)
     requests = a.latency(by)
     phases = turn_phases(a.turns, by)
     if fmt == "table":
@@ -102,6 +110,7 @@ def latency(
         from acp_trace.render import report as render
 
         typer.echo(render.frames({"requests": requests, "prompt_turns": phases}, fmt), nl=False)
+    exit_if_failed(a)
 
 
 @app.command()

@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # the heavy modules load only when a command needs them
     import polars as pl
 
     from acp_trace.analysis import Analysis
+    from acp_trace.fleet import FleetResult
 
 app = typer.Typer(
     name="acp-trace",
@@ -82,6 +83,42 @@ def analyze_paths(
     a = analyze(traces, marker_meta=marker_meta, fmt=fmt, progress=progress_bar("reading"))
     warn_skipped(a.records)
     return a
+
+
+Scheduler = Annotated[
+    str | None,
+    typer.Option(
+        help="Run the analysis on this Dask scheduler (tcp://HOST:PORT), partition by partition "
+        "(needs pip install 'acp-trace[fleet]').",
+        rich_help_panel="Fleet",
+    ),
+]
+
+
+def analyze_tables(
+    traces: list[str],
+    marker_meta: str | None = None,
+    fmt: str | None = None,
+    scheduler: str | None = None,
+) -> Analysis | FleetResult:
+    """The Analysis, or with `scheduler` the fleet run's tables (the same rows, from Dask)."""
+    if scheduler is None:
+        return analyze_paths(traces, marker_meta, fmt)
+    from acp_trace.fleet import run
+
+    result = run(traces, scheduler=scheduler, marker_meta=marker_meta, fmt=fmt)
+    for trace, problem in result.skipped.rows():
+        sys.stderr.write(f"acp-trace: skipped {trace}: {problem}\n")
+    for trace, problem in result.failed.rows():
+        sys.stderr.write(f"acp-trace: could not analyze {trace}: {problem}\n")
+    return result
+
+
+def exit_if_failed(tables: Analysis | FleetResult) -> None:
+    """Exit 2 after the output when a fleet run could not analyze some files."""
+    failed = getattr(tables, "failed", None)
+    if failed is not None and failed.height:
+        raise typer.Exit(2)
 
 
 def warn_skipped(records: pl.DataFrame) -> None:

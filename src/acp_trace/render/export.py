@@ -22,7 +22,7 @@ from acp_trace.errors import UsageError
 if TYPE_CHECKING:
     from acp_trace.analysis.front import Analysis, Paths
 
-FORMATS = ("parquet", "csv", "perfetto")
+FORMATS = ("parquet", "csv", "perfetto", "otlp")
 
 
 def export(
@@ -46,6 +46,12 @@ def export(
 def write_export(a: Analysis, fmt: str, out: str | os.PathLike[str]) -> list[Path]:
     """Export an analysis: a directory of tables (parquet, csv) or one JSON file (perfetto)."""
     target = Path(out)
+    if fmt == "otlp":
+        from acp_trace.files import write_file
+        from acp_trace.render.otlp import otlp_document
+
+        doc, _left_out = otlp_document(a)
+        return [write_file(target, orjson.dumps(doc))]
     if fmt == "perfetto":
         from acp_trace.render.perfetto import trace_events
 

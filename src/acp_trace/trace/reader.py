@@ -12,7 +12,7 @@ import mmap
 import os
 import re
 from array import array
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from itertools import groupby, repeat
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -23,7 +23,7 @@ import polars as pl
 from acp_trace.errors import InputError
 from acp_trace.jsonrpc import id_key, is_message, loads, message_kind
 from acp_trace.trace.format import FORMAT_VERSION, SOURCES, element_spans, msg_text
-from acp_trace.trace.paths import find_traces
+from acp_trace.trace.paths import Found, find_traces
 
 SCHEMA: dict[str, Any] = {
     "trace": pl.String,
@@ -111,25 +111,44 @@ def read_trace(
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
     found = find_traces(paths)
+    table = read_found(found, fmt=fmt, progress=progress)
+    check_roots(found, skipped_inputs(table))
+    return table
+
+
+def read_found(
+    found: Sequence[Found],
+    *,
+    fmt: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> pl.DataFrame:
+    """Read the files `find_traces` found (or a share of them: the fleet reads a partition per
+    worker): one records table, a `skipped` row for each candidate that is no trace.
+    InputError for an explicit file that is no trace; `check_roots` does the rest."""
     cols = _Columns()
-    read_from: dict[str, int] = {}
     for done, item in enumerate(found, 1):
-        read_from.setdefault(item.root, 0)
         try:
             _read_file(cols, item.path, fmt)
         except InputError as exc:
             if item.explicit:
                 raise
             cols.add(trace=str(item.path), kind="skipped", event=_reason(exc, item.path))
-        else:
-            read_from[item.root] += 1
         if progress is not None:
             progress(done, len(found))
-    table = cols.table()
-    for root, count in read_from.items():
-        if count == 0:
-            raise InputError(_nothing_read(root, table))
-    return table
+    return cols.table()
+
+
+def check_roots(found: Sequence[Found], skipped: pl.DataFrame) -> None:
+    """InputError for the first argument all of whose files were skipped (`skipped`: the
+    `skipped_inputs` table of what was read)."""
+    problems = dict(skipped.select("trace", "problem").iter_rows())
+    by_root: dict[str, list[str]] = {}
+    for item in found:
+        by_root.setdefault(item.root, []).append(str(item.path))
+    for root, files in by_root.items():
+        if all(f in problems for f in files):
+            rows = pl.DataFrame({"trace": files, "problem": [problems[f] for f in files]})
+            raise InputError(_nothing_read(root, rows))
 
 
 def skipped_inputs(records: pl.DataFrame) -> pl.DataFrame:
@@ -143,8 +162,8 @@ def _reason(exc: InputError, path: Path) -> str:
     return str(exc).removeprefix(f"{path}: ")
 
 
-def _nothing_read(root: str, table: pl.DataFrame) -> str:
-    skipped = skipped_inputs(table).rows()
+def _nothing_read(root: str, problems: pl.DataFrame) -> str:
+    skipped = problems.rows()
     shown = "; ".join(f"{Path(t).name}: {p}" for t, p in skipped[:3])
     more = f"; and {len(skipped) - 3} more" if len(skipped) > 3 else ""
     files = "1 file" if len(skipped) == 1 else f"{len(skipped)} files"
