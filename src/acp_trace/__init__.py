@@ -25,6 +25,7 @@ from acp_trace.errors import AcpTraceError, InputError, RecordError, UsageError
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from acp_trace.analysis.diff import diff
     from acp_trace.analysis.front import Analysis, analyze, check
     from acp_trace.analysis.front import replays_of as replays
     from acp_trace.analysis.front import timeline_of as timeline
@@ -37,6 +38,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "Analysis": ("acp_trace.analysis.front", "Analysis"),
     "analyze": ("acp_trace.analysis.front", "analyze"),
     "check": ("acp_trace.analysis.front", "check"),
+    "diff": ("acp_trace.analysis.diff", "diff"),
     "replays": ("acp_trace.analysis.front", "replays_of"),
     "timeline": ("acp_trace.analysis.front", "timeline_of"),
     "read_trace": ("acp_trace.trace.reader", "read_trace"),
@@ -53,6 +55,7 @@ __all__ = [
     "__version__",
     "analyze",
     "check",
+    "diff",
     "plots",
     "read_trace",
     "replays",

@@ -514,6 +514,16 @@ def import_ambiguous() -> TraceBuilder:
     return b
 
 
+def import_unknown_code() -> TraceBuilder:
+    b = TraceBuilder(protocol=None)
+    rid = b.request("session/load", {"sessionId": "s", "cwd": "/", "mcpServers": []})
+    seq = b.send("agent", {"jsonrpc": "2.0", "id": rid, "error": {"message": "Invalid params"}})
+    head = orjson.loads(b.lines[0])
+    head["error_code_unknown"] = [{"line": 2, "seq": seq, "message": "Invalid params"}]
+    b.lines[0] = orjson.dumps(head)
+    return b
+
+
 UUID = {"claudeCode": {"assistantMessageUuid": "u-1"}}
 
 
@@ -596,6 +606,7 @@ CASES: list[tuple[Callable[[], TraceBuilder], dict[str, str]]] = [
     (uuid_on_resume_snapshot, {}),
     (client_response_with_resume_id, {}),
     (import_ambiguous, {"import-ambiguous-direction": "info"}),
+    (import_unknown_code, {"import-unknown-error-code": "info"}),
     (two_resumes_each_marked, {}),
     (request_after_marker, {}),
     (resume_error_without_snapshot, {}),

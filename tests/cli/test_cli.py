@@ -185,6 +185,6 @@ def test_a_stray_file_is_skipped_with_a_warning(
     err = capsys.readouterr().err
     assert err.splitlines() == [
         "acp-trace: skipped traces/agent.log: expected an acp-trace v1 trace or an ACP capture in "
-        "a known format (jsonrpc, zed, conductor, inspector), found text that is not JSON "
+        "a known format (jsonrpc, zed, conductor, inspector, thinkwell, acpx), found text that is not JSON "
         "('agent started') at the start"
     ]

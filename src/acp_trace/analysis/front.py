@@ -10,7 +10,7 @@ from typing import Any
 
 import polars as pl
 
-from acp_trace.analysis import checks, latency
+from acp_trace.analysis import checks, latency, phases
 from acp_trace.analysis.replays import Facts, collect, replays_table
 from acp_trace.analysis.timeline import timeline as build_timeline
 from acp_trace.errors import UsageError
@@ -36,7 +36,13 @@ class Analysis:
 
     @cached_property
     def replays(self) -> pl.DataFrame:
-        return replays_table(self.timeline, self.facts)
+        table = replays_table(self.timeline, self.facts)
+        return table.hstack(phases.stderr_in_gaps(self.timeline, self.facts).get_columns())
+
+    @cached_property
+    def gap_phases(self) -> pl.DataFrame:
+        """The phases the agent's stderr names inside each replay's gap (analysis/phases.py)."""
+        return phases.gap_phases(self.timeline, self.facts)
 
     @cached_property
     def turn_facts(self) -> latency.TurnFacts:

@@ -7,8 +7,8 @@ from __future__ import annotations
 # Importing the command modules registers their commands; the order is the listing's.
 # isort: off
 from acp_trace.cli.app import app, main
-from acp_trace.cli import record, analysis, output, importing, demo
+from acp_trace.cli import record, analysis, diff, output, importing, demo
 
 # isort: on
 
-__all__ = ["analysis", "app", "demo", "importing", "main", "output", "record"]
+__all__ = ["analysis", "app", "demo", "diff", "importing", "main", "output", "record"]

@@ -5,13 +5,15 @@ that the timeline, the replay pass and the turn pass already found. Messages say
 expected, what came instead, and where (trace, session, seq). The rules live in three modules:
 `replay_rules` (markers, resumes, loads), `wire_rules` (JSON-RPC on stdio, imports) and
 `profile_rules` (claude-agent-acp's signals); importing them registers them in catalogue order.
+`guesses` adds `import-unknown-error-code` and downgrades findings that rest on an importer's
+guess (registered in `registry.ADJUSTERS`, run by `run_checks` before the severity filter).
 """
 
 from __future__ import annotations
 
 # Importing the rule modules registers their rules; the order is the catalogue's.
 # isort: off
-from acp_trace.analysis.checks import replay_rules, wire_rules, profile_rules
+from acp_trace.analysis.checks import replay_rules, wire_rules, profile_rules, guesses
 from acp_trace.analysis.checks.registry import (
     FINDING_SCHEMA,
     RULES,
@@ -32,6 +34,7 @@ __all__ = [
     "Context",
     "Finding",
     "Rule",
+    "guesses",
     "profile_rules",
     "replay_rules",
     "rule",

@@ -82,6 +82,8 @@ class Rule:
 
 
 RULES: dict[str, Rule] = {}
+# Passes over all findings before the severity filter (guesses.py registers its downgrade).
+ADJUSTERS: list[Callable[[Context, list[Finding]], list[Finding]]] = []
 
 
 def rule(rule_id: str, severity: str, summary: str) -> Callable[..., Any]:
@@ -107,8 +109,9 @@ def run_checks(
 ) -> pl.DataFrame:
     """Run the selected rules (all by default) and return findings at or above min_severity."""
     allowed = SEVERITIES[: SEVERITIES.index(min_severity) + 1]
-    findings: list[Finding] = []
-    for rule_id in rules or list(RULES):
-        findings.extend(f for f in RULES[rule_id].check(ctx) if f.severity in allowed)
+    findings = [f for rule_id in rules or list(RULES) for f in RULES[rule_id].check(ctx)]
+    for adjust in ADJUSTERS:  # guesses.downgrade: findings that rest on an importer's guess
+        findings = adjust(ctx, findings)
+    findings = [f for f in findings if f.severity in allowed]
     frame = pl.DataFrame([f.__dict__ for f in findings], schema=FINDING_SCHEMA)
     return frame.sort(["trace", "seq", "rule"], nulls_last=True, maintain_order=True)

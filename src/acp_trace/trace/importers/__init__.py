@@ -14,7 +14,7 @@ from typing import Any
 
 from acp_trace.errors import InputError, UsageError
 from acp_trace.jsonrpc import is_message, loads
-from acp_trace.trace.importers import conductor, inspector, jsonrpc, zed
+from acp_trace.trace.importers import acpx, conductor, inspector, jsonrpc, thinkwell, zed
 from acp_trace.trace.importers._common import (
     TraceBuilder,
     Unparsed,
@@ -31,6 +31,8 @@ CONVERTERS: dict[str, Converter] = {
     "zed": zed.convert,
     "conductor": conductor.convert,
     "inspector": inspector.convert,
+    "thinkwell": thinkwell.convert,
+    "acpx": acpx.convert,
 }
 FORMATS = ("acp-trace", *CONVERTERS)
 DESCRIPTIONS = {
@@ -39,6 +41,8 @@ DESCRIPTIONS = {
     "zed": "Zed's ACP log (a JSON array of entries with _direction)",
     "conductor": "an ACP conductor trace (events with type, from, to)",
     "inspector": "an ACP Inspector export (acp-inspector-trace JSONL)",
+    "thinkwell": "a @thinkwell/conductor trace (JSONL with direction, source, target, message)",
+    "acpx": "acpx --format json output (JSON-RPC messages one per line)",
 }
 DETECT_LINES = 20  # lines looked at to recognize a line-based format
 
@@ -55,13 +59,12 @@ def convert(path: Path, data: bytes, fmt: str | None = None) -> list[tuple[str, 
     if name == "acp-trace":
         return [(str(path), _native_lines(path, data))]
     builders = CONVERTERS[name](path, text)
-    if fmt is not None and not any(b.converted for b in builders):
+    if not any(b.converted for b in builders):
         problem = next((b.first_problem for b in builders if b.first_problem), None)
-        if problem is not None:
-            raise InputError(
-                f"{path}: expected {DESCRIPTIONS[name]}, found nothing to convert ({problem})"
-            )
-    return [b.finish() for b in builders]
+        found = f"({problem})" if problem else "(no message on a leg it keeps)"
+        raise InputError(f"{path}: expected {DESCRIPTIONS[name]}, found nothing to convert {found}")
+    kept = [b for b in builders if b.converted or b.unconverted] or builders[:1]
+    return [b.finish() for b in kept]
 
 
 def classify(value: Any) -> str | None:
@@ -78,6 +81,10 @@ def classify(value: Any) -> str | None:
         return "inspector"
     if conductor.is_event(value):
         return "conductor"
+    if thinkwell.is_line(value):
+        return "thinkwell"
+    if acpx.is_status(value) or acpx.is_error_report(value) or acpx.is_acpx_initialize(value):
+        return "acpx"
     return "jsonrpc" if is_message(value) else None
 
 
