@@ -18,6 +18,7 @@ class RecordOptions:
     output: Path | None = None
     directory: Path | None = None
     redact: bool = True
+    redact_stderr: tuple[str, ...] = ()  # regexes replaced in recorded stderr lines
     max_record_bytes: int | None = None
     grace: float = DEFAULT_GRACE
     queue_bytes: int = DEFAULT_QUEUE_BYTES

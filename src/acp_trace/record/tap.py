@@ -27,7 +27,7 @@ from typing import Any
 from acp_trace import __version__
 from acp_trace.errors import RecordError
 from acp_trace.record.options import RecordOptions, RecordResult
-from acp_trace.record.redact import NO_POLICY, POLICY
+from acp_trace.record.redact import RedactionPolicy, Redactor, redact_command
 from acp_trace.record.trace_file import create_trace
 from acp_trace.record.writer import ByteQueue, Stamper, TraceWriter, encode_item
 from acp_trace.trace.format import encode_header
@@ -139,14 +139,21 @@ class _Tap:
         return exit_code(returncode)
 
     def _header(self, started_at: str, pid: int) -> dict[str, Any]:
-        return {
-            "started_at": started_at,
-            "command": self.options.command,
-            "cwd": os.getcwd(),
-            "pid": pid,
-            "recorder": f"acp-trace {__version__}",
-            "redaction": POLICY if self.options.redact else NO_POLICY,
-        } | self._limits()
+        command, redacted = self.options.command, list[str]()
+        if self.options.redact:
+            command, redacted = redact_command(command)
+        return (
+            {
+                "started_at": started_at,
+                "command": command,
+                "cwd": os.getcwd(),
+                "pid": pid,
+                "recorder": f"acp-trace {__version__}",
+                "redaction": _policy(self.options).header(),
+            }
+            | ({"redacted": redacted} if redacted else {})
+            | self._limits()
+        )
 
     def _limits(self) -> dict[str, Any]:
         limit = self.options.max_record_bytes
@@ -222,6 +229,10 @@ class _Tap:
                 signal.signal(signum, handler)
 
 
+def _policy(options: RecordOptions) -> RedactionPolicy:
+    return RedactionPolicy(options.redact, tuple(options.redact_stderr))
+
+
 def _close_for_reader(fd: int) -> None:
     """Close our copy of the client's stdout (the client sees EOF); the fd stays valid."""
     null = os.open(os.devnull, os.O_WRONLY)
@@ -244,10 +255,11 @@ def record(
     """
     if not options.command:
         raise RecordError("no agent command (acp-trace record [OPTIONS] -- AGENT [ARGS...])")
+    redactor = Redactor(_policy(options))  # a bad --redact-stderr pattern fails here
     path, fd, created = create_trace(options, os.environ, datetime.now(UTC))
     queue = ByteQueue(options.queue_bytes)
     stamper = Stamper(queue)
-    encode = partial(encode_item, redact=options.redact, max_bytes=options.max_record_bytes)
+    encode = partial(encode_item, redact=redactor, max_bytes=options.max_record_bytes)
     writer = TraceWriter(fd, path, queue, encode, stamper, warn)
     tap = _Tap(options, writer, stamper)
     try:

@@ -19,14 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from acp_trace.record.redact import redact_line
+from acp_trace.record.redact import Redactor, line_payload
 from acp_trace.trace.format import (
     encode_event,
-    encode_payload,
     encode_record,
-    encode_text,
     utc_now_rfc3339,
 )
 
@@ -151,28 +147,7 @@ class Stamper:
 # ---------------------------------------------------------------- encoding and writing
 
 
-def line_payload(line: bytes, src: str, *, redact: bool, max_bytes: int | None) -> bytes:
-    """The payload of a recorded line: redacted when it holds secrets, stderr always text."""
-    if src == "stderr":
-        return _text_payload(line, max_bytes)
-    # Every redacted method is a client request: the agent's lines need no scan.
-    found = redact_line(line) if redact and src == "client" else None
-    if found is None:
-        return encode_payload(line, max_bytes)  # NaN, Infinity are not JSON: text
-    body, paths = found
-    payload = encode_payload(body, max_bytes)
-    if max_bytes is not None and len(body) > max_bytes:  # count the original bytes
-        payload = payload.rsplit(b',"bytes":', 1)[0] + b',"bytes":%d' % len(line)
-    return b'"redacted":' + orjson.dumps(paths) + b"," + payload
-
-
-def _text_payload(line: bytes, max_bytes: int | None) -> bytes:
-    if max_bytes is not None and len(line) > max_bytes:
-        return encode_payload(line, max_bytes)  # a cut line is always text or b64
-    return encode_text(line)
-
-
-def encode_item(item: Item, *, redact: bool, max_bytes: int | None) -> bytes:
+def encode_item(item: Item, *, redact: bool | Redactor, max_bytes: int | None) -> bytes:
     """The trace line (with newline) for one queued item."""
     if item.event is not None:
         return encode_record(item.seq, item.t_ns, "tap", encode_event(**item.event))
