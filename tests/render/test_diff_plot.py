@@ -40,7 +40,7 @@ def test_one_lane_per_agent_with_both_sides(tmp_path: Path) -> None:
             and labels[0].startswith("BASE (n=")
             and labels[1].startswith("NEW (n=")
         )
-    assert axes[1].get_lines()[1].get_label() == "NEW (n=2): p50 5500 ms, p90 5900 ms"
+    assert axes[1].get_lines()[1].get_label() == "NEW (n=2): p50 5,500 ms, p90 5,900 ms"
     assert axes[0].get_xscale() == "log" and axes[1].get_xlabel() == "gap (ms), log scale"
     assert "BASE vs NEW" in fig.get_suptitle()
 

@@ -117,7 +117,8 @@ def test_out_of_range_numbers_are_malformed(tmp_path: Path) -> None:
     )
     analysis = acp_trace.analyze(path)
     assert analysis.traces()["malformed"].to_list() == [2]
-    assert set(analysis.findings()["rule"]) == {"orphan-response", "unanswered-request"}
+    rules = set(analysis.findings(schema=False)["rule"])
+    assert rules == {"orphan-response", "unanswered-request"}
 
 
 @pytest.mark.parametrize("line", [b"NaN", b"Infinity", b'{"x": -Infinity}'])

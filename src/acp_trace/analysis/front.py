@@ -13,8 +13,9 @@ import polars as pl
 from acp_trace.analysis import checks, latency, phases
 from acp_trace.analysis.replays import Facts, collect, replays_table
 from acp_trace.analysis.timeline import timeline as build_timeline
+from acp_trace.analysis.timeline import untimed_traces
 from acp_trace.errors import UsageError
-from acp_trace.trace.reader import headers, read_trace
+from acp_trace.trace.reader import headers, read_trace, skipped_inputs
 
 Paths = str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
 
@@ -53,6 +54,15 @@ class Analysis:
         return latency.turns_table(self.timeline, self.turn_facts)
 
     @cached_property
+    def skipped(self) -> pl.DataFrame:
+        """The files passed over while reading (`trace`, `problem`)."""
+        return skipped_inputs(self.records)
+
+    def untimed(self) -> list[str]:
+        """The traces without timestamps (ordering-only imports)."""
+        return untimed_traces(self.timeline)
+
+    @cached_property
     def headers(self) -> dict[str, dict[str, Any]]:
         return headers(self.records)
 
@@ -61,9 +71,12 @@ class Analysis:
             raise UsageError(f"--by {by}: expected one of {', '.join(latency.GROUPS)}")
         return latency.request_latency(self.timeline, by)
 
-    def findings(self, rules: list[str] | None = None, min_severity: str = "info") -> pl.DataFrame:
+    def findings(
+        self, rules: list[str] | None = None, min_severity: str = "info", *, schema: bool = True
+    ) -> pl.DataFrame:
+        """The check findings; `schema=False` skips the JSON Schema validation of messages."""
         check_rule_filter(rules, min_severity)
-        ctx = checks.Context(self.timeline, self.facts, self.turn_facts, self.headers)
+        ctx = checks.Context(self.timeline, self.facts, self.turn_facts, self.headers, schema)
         return checks.run_checks(ctx, rules, min_severity)
 
     def traces(self) -> pl.DataFrame:
@@ -108,9 +121,11 @@ def check(
     marker_meta: str | None = None,
     rules: list[str] | None = None,
     min_severity: str = "info",
+    schema: bool = True,
 ) -> pl.DataFrame:
-    """The findings of every rule (or the selected ones) on some traces."""
-    return analyze(paths, marker_meta=marker_meta).findings(rules, min_severity)
+    """The findings of every rule (or the selected ones) on some traces; `schema=False` skips
+    the JSON Schema validation of every message (rules schema-invalid and caused-error)."""
+    return analyze(paths, marker_meta=marker_meta).findings(rules, min_severity, schema=schema)
 
 
 def timeline_of(paths: Paths | pl.DataFrame, *, marker_meta: str | None = None) -> pl.DataFrame:

@@ -13,6 +13,7 @@ from acp_trace.jsonrpc import as_int, loads
 def summarize(records: pl.DataFrame) -> pl.DataFrame:
     """One row per trace: agent, protocol, sessions, counts by method and update kind, and
     everything that went wrong while recording or reading (malformed lines, lost records)."""
+    records = records.filter(pl.col("kind") != "skipped")  # files that are no trace: not a row
     conns = connections(records)
     rows = []
     for trace, part in records.group_by("trace", maintain_order=True):
@@ -36,6 +37,7 @@ SUMMARY_SCHEMA: dict[str, Any] = {
     "malformed": pl.Int64,
     "malformed_lines": pl.List(pl.Int64),
     "lost_records": pl.Int64,
+    "lost_gaps": pl.Int64,  # runs of missing seq numbers the lost records fall in
     "dropped": pl.Int64,
     "exit_code": pl.Int64,
     "exit_signal": pl.Int64,
@@ -52,8 +54,9 @@ def _counts(part: pl.DataFrame, column: str) -> list[dict[str, Any]]:
 def _summary_row(trace: str, part: pl.DataFrame, conn: Connection) -> tuple[Any, ...]:
     messages = part.filter(pl.col("kind").is_in(["request", "response", "error", "notification"]))
     t = part["t_ns"].drop_nulls()
-    seqs = part["seq"].drop_nulls().unique()
+    seqs = part["seq"].drop_nulls().unique().sort()
     lost = int(seqs.max() - seqs.min() + 1 - seqs.len()) if seqs.len() else 0  # type: ignore[operator]
+    gaps = int((seqs.diff() > 1).sum()) if seqs.len() > 1 else 0
     events = part.filter(pl.col("kind") == "event")
     dropped = sum(
         loads(x).get("count", 0) for x in events.filter(pl.col("event") == "dropped")["text"]
@@ -78,6 +81,7 @@ def _summary_row(trace: str, part: pl.DataFrame, conn: Connection) -> tuple[Any,
         len(malformed),
         malformed,
         lost,
+        gaps,
         dropped,
         as_int(last_exit.get("code")),
         as_int(last_exit.get("signal")),

@@ -1,13 +1,12 @@
 """The typer app every command module registers on, the options they share, and the entry
-point that turns acp-trace errors into one line and exit code 2. Only `acp_trace.cli` imports
-typer."""
+point that turns every error into one line and exit code 2. Only `acp_trace.cli` imports
+typer. What goes to the terminal goes through `acp_trace.cli.terminal`."""
 
 from __future__ import annotations
 
 import sys
 import traceback
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
@@ -15,8 +14,6 @@ from acp_trace import __version__
 from acp_trace.errors import AcpTraceError
 
 if TYPE_CHECKING:  # the heavy modules load only when a command needs them
-    import polars as pl
-
     from acp_trace.analysis import Analysis
     from acp_trace.fleet import FleetResult
 
@@ -28,24 +25,49 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+# `--help` lists the commands in these groups, in the order a user meets them.
+HELP_PANELS = {
+    "Record": ("record",),
+    "Analyze traces": ("summary", "replays", "check", "timeline", "latency", "rules"),
+    "Compare runs": ("diff",),
+    "Write files": ("report", "plot", "export"),
+    "Convert other captures": ("import",),
+    "Try it": ("demo", "demo-agent", "demo-client"),
+}
 
 _DEBUG = {"on": False}
 
 
-Traces = Annotated[list[str], typer.Argument(help="Trace files, directories or globs.")]
+Traces = Annotated[
+    list[str], typer.Argument(metavar="TRACE", help="Trace files, directories or globs.")
+]
 
 
-Format = Annotated[str, typer.Option("--format", "-f", help="table, json or csv.")]
+Format = Annotated[
+    Literal["table", "json", "csv"], typer.Option("--format", "-f", help="Output format.")
+]
 
 
 MarkerMeta = Annotated[
     str | None,
-    typer.Option("--marker-meta", help="A `_meta` key that marks the end of a v1 load's replay."),
+    typer.Option(
+        "--marker-meta",
+        metavar="KEY",
+        help="A `_meta` key that marks the end of a v1 load's replay.",
+    ),
 ]
 
-
+# The input formats (acp_trace.trace.importers.FORMATS; a test keeps the two equal). Listed
+# here so that `record` does not import the importers to build its options.
+SourceFormat = Literal["acp-trace", "jsonrpc", "zed", "conductor", "inspector", "thinkwell", "acpx"]
 From = Annotated[
-    str | None, typer.Option("--from", help="Input format (default: detected from the content).")
+    SourceFormat | None,
+    typer.Option(
+        "--from",
+        metavar="FORMAT",
+        help="Input format: acp-trace, jsonrpc, zed, conductor or inspector "
+        "(default: detected from the content).",
+    ),
 ]
 
 
@@ -60,27 +82,16 @@ def _root(
         raise typer.Exit(0)
 
 
-def progress_bar(label: str) -> Callable[[int, int], None] | None:
-    """A progress callback for long runs, drawn on stderr only when it is a terminal."""
-    if not sys.stderr.isatty():
-        return None
-
-    def show(done: int, total: int) -> None:
-        if total < 20:
-            return
-        end = "\n" if done == total else ""
-        sys.stderr.write(f"\r{label}: {done}/{total} traces{end}")
-        sys.stderr.flush()
-
-    return show
-
-
 def analyze_paths(
     traces: list[str], marker_meta: str | None = None, fmt: str | None = None
 ) -> Analysis:
+    """Read traces (with a progress bar on a terminal), warn about each file skipped, and
+    return their Analysis: the one every command builds its output from."""
     from acp_trace.analysis import analyze
+    from acp_trace.cli.terminal import progress_bar, warn_skipped
 
-    a = analyze(traces, marker_meta=marker_meta, fmt=fmt, progress=progress_bar("reading"))
+    with progress_bar("reading") as progress:
+        a = analyze(traces, marker_meta=marker_meta, fmt=fmt, progress=progress)
     warn_skipped(a.records)
     return a
 
@@ -88,9 +99,9 @@ def analyze_paths(
 Scheduler = Annotated[
     str | None,
     typer.Option(
-        help="Run the analysis on this Dask scheduler (tcp://HOST:PORT), partition by partition "
-        "(needs pip install 'acp-trace[fleet]').",
-        rich_help_panel="Fleet",
+        metavar="ADDRESS",
+        help="Analyze on this Dask scheduler (tcp://HOST:PORT), partition by partition; needs "
+        "pip install 'acp-trace[fleet]'. The output is the same as a local run's.",
     ),
 ]
 
@@ -100,17 +111,20 @@ def analyze_tables(
     marker_meta: str | None = None,
     fmt: str | None = None,
     scheduler: str | None = None,
+    *,
+    schema: bool = True,
 ) -> Analysis | FleetResult:
-    """The Analysis, or with `scheduler` the fleet run's tables (the same rows, from Dask)."""
+    """The Analysis, or with `scheduler` a fleet run's tables (the same rows, from Dask)."""
     if scheduler is None:
         return analyze_paths(traces, marker_meta, fmt)
+    from acp_trace.cli.terminal import warn
     from acp_trace.fleet import run
 
-    result = run(traces, scheduler=scheduler, marker_meta=marker_meta, fmt=fmt)
+    result = run(traces, scheduler=scheduler, marker_meta=marker_meta, fmt=fmt, schema=schema)
     for trace, problem in result.skipped.rows():
-        sys.stderr.write(f"acp-trace: skipped {trace}: {problem}\n")
+        warn(f"skipped {trace}: {problem}")
     for trace, problem in result.failed.rows():
-        sys.stderr.write(f"acp-trace: could not analyze {trace}: {problem}\n")
+        warn(f"could not analyze {trace}: {problem}")
     return result
 
 
@@ -121,29 +135,56 @@ def exit_if_failed(tables: Analysis | FleetResult) -> None:
         raise typer.Exit(2)
 
 
-def warn_skipped(records: pl.DataFrame) -> None:
-    """One line on stderr per file passed over while reading (the rest was analyzed)."""
-    from acp_trace.trace.reader import skipped_inputs
+def command() -> Any:
+    """The click command of the app, commands grouped for `--help` (HELP_PANELS) and flags
+    shown without a type."""
+    arrange_commands()
+    root = typer.main.get_command(app)
+    for cmd in [root, *getattr(root, "commands", {}).values()]:
+        help_option = cmd.get_help_option(typer.Context(cmd))
+        for param in [*cmd.params, *([help_option] if help_option else [])]:
+            if getattr(param, "is_flag", False):
+                param.metavar = ""  # typer would show `<bool>`
+    return root
 
-    for trace, problem in skipped_inputs(records).rows():
-        sys.stderr.write(f"acp-trace: skipped {trace}: {problem}\n")
 
+def arrange_commands() -> None:
+    """Put the registered commands in HELP_PANELS order, each with its panel."""
+    order = [name for names in HELP_PANELS.values() for name in names]
+    panel = {name: title for title, names in HELP_PANELS.items() for name in names}
 
-def emit_frame(df: pl.DataFrame, fmt: str, table: str | None = None) -> None:
-    from acp_trace.render import report as render
+    def name_of(info: Any) -> str:
+        return str(info.name or info.callback.__name__.replace("_", "-"))
 
-    typer.echo(render.frame(df, fmt, table), nl=False)
+    app.registered_commands.sort(key=lambda info: order.index(name_of(info)))
+    for info in app.registered_commands:
+        info.rich_help_panel = panel[name_of(info)]
 
 
 def main() -> None:
-    """Entry point: run the app and turn acp-trace errors into `acp-trace: ...` and exit 2.
+    """Entry point: run the app; usage errors and acp-trace errors become one line
+    `acp-trace: ...` on stderr and exit code 2 (a traceback too with --debug)."""
+    from acp_trace.cli.terminal import usage_message
 
-    Typer's standalone mode already maps usage errors to exit 2 and `typer.Exit` to its code.
-    """
     try:
-        app()
+        code = command().main(args=sys.argv[1:], prog_name="acp-trace", standalone_mode=False)
+    except typer.Abort:
+        code = 130
     except AcpTraceError as exc:
-        if _DEBUG["on"]:
-            traceback.print_exc()
-        sys.stderr.write(f"acp-trace: {exc}\n")
-        sys.exit(2)
+        code = _fail(str(exc))
+    except Exception as exc:
+        message = usage_message(exc)
+        if message is None:
+            raise
+        code = _fail(message, getattr(exc, "exit_code", 2))
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _fail(message: str, code: int = 2) -> int:
+    from acp_trace.render.escape import terminal
+
+    if _DEBUG["on"]:
+        traceback.print_exc()
+    if message:
+        sys.stderr.write(f"acp-trace: {terminal(message)}\n")
+    return code

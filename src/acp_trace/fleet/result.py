@@ -11,7 +11,7 @@ from acp_trace.analysis.front import check_rule_filter
 from acp_trace.analysis.latency import GROUPS, aggregate_requests
 from acp_trace.errors import UsageError
 
-TABLES = ("replays", "findings", "turns", "requests", "traces", "skipped")
+TABLES = ("replays", "findings", "turns", "requests", "traces", "skipped", "untimed")
 
 
 @dataclass
@@ -28,18 +28,26 @@ class FleetResult:
     requests: pl.DataFrame
     trace_table: pl.DataFrame
     skipped: pl.DataFrame
+    untimed_table: pl.DataFrame
     failed: pl.DataFrame = field(
         default_factory=lambda: pl.DataFrame(schema={"trace": pl.String, "problem": pl.String})
     )
     partitions: int = 0
     written: dict[str, int] = field(default_factory=dict)
 
-    def findings(self, rules: list[str] | None = None, min_severity: str = "info") -> pl.DataFrame:
-        """The findings of the selected rules at or above `min_severity` (as Analysis.findings)."""
+    def findings(
+        self, rules: list[str] | None = None, min_severity: str = "info", *, schema: bool = True
+    ) -> pl.DataFrame:
+        """The findings of the selected rules at or above `min_severity` (as Analysis.findings;
+        whether messages were validated was decided by `run(..., schema=)`)."""
         check_rule_filter(rules, min_severity)
         allowed = list(SEVERITIES[: SEVERITIES.index(min_severity) + 1])
         out = self.all_findings.filter(pl.col("severity").is_in(allowed))
         return out.filter(pl.col("rule").is_in(rules)) if rules else out
+
+    def untimed(self) -> list[str]:
+        """The traces without timestamps (as Analysis.untimed)."""
+        return self.untimed_table["trace"].to_list()
 
     def traces(self) -> pl.DataFrame:
         """Per trace: records and malformed lines (as Analysis.traces)."""

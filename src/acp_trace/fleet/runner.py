@@ -6,6 +6,7 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import replace
 from multiprocessing import get_context
 from typing import Any
 
@@ -35,6 +36,7 @@ def run(
     marker_meta: str | None = None,
     dataset: str | os.PathLike[str] | None = None,
     retries: int = 2,
+    schema: bool = True,
     analyze: PartFn = analyze_part,
 ) -> FleetResult:
     """Analyze traces partition by partition on a local pool (`workers` processes, default the
@@ -51,7 +53,7 @@ def run(
     count = partitions or max(1, executor.workers * PARTS_PER_WORKER)
     target = None if dataset is None else os.fspath(dataset)
     parts = [
-        Part(i, tuple(run_), fmt, marker_meta, target)
+        Part(i, tuple(run_), fmt, marker_meta, target, schema)
         for i, run_ in enumerate(partition(found, count))
     ]
     try:
@@ -71,6 +73,7 @@ def run(
         requests=tables["requests"],
         trace_table=tables["traces"],
         skipped=tables["skipped"],
+        untimed_table=tables["untimed"],
         failed=pl.DataFrame(
             failed, schema={"trace": pl.String, "problem": pl.String}, orient="row"
         ),
@@ -89,9 +92,7 @@ def _settle(
         if not isinstance(outcome, BaseException):
             results.append(outcome)
             continue
-        singles = [
-            Part(part.index, (f,), part.fmt, part.marker_meta, part.dataset) for f in part.found
-        ]
+        singles = [replace(part, found=(f,)) for f in part.found]
         for single, again in zip(singles, executor.map(fn, singles, retries), strict=True):
             if isinstance(again, BaseException):
                 failed.append((str(single.found[0].path), _describe(again)))

@@ -24,6 +24,7 @@ class Part:
     fmt: str | None = None
     marker_meta: str | None = None
     dataset: str | None = None  # a directory: append the partition there instead of returning it
+    schema: bool = True  # validate messages against the ACP JSON Schema (check's --no-schema)
 
 
 def analyze_part(part: Part) -> dict[str, pl.DataFrame]:
@@ -36,11 +37,12 @@ def analyze_part(part: Part) -> dict[str, pl.DataFrame]:
     a = Analysis(records, marker_meta=part.marker_meta)
     tables = {
         "replays": a.replays,
-        "findings": a.findings(),
+        "findings": a.findings(schema=part.schema),
         "turns": a.turns,
         "requests": request_rows(a.timeline),
         "traces": a.traces(),
         "skipped": skipped_inputs(records),
+        "untimed": pl.DataFrame({"trace": a.untimed()}, schema={"trace": pl.String}),
     }
     if part.dataset is not None:
         from acp_trace.render.dataset import append

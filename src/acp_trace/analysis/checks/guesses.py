@@ -174,7 +174,12 @@ def _untraced_answer(ctx: Context, finding: Finding, sides: list[str] | None) ->
     return any(other_side(ctx.timeline["src"][r]) in sides for r in rows)
 
 
-@rule("import-unknown-error-code", "info", "an imported error response whose code was not recorded")
+@rule(
+    "import-unknown-error-code",
+    "info",
+    "an imported error response whose code was not recorded",
+    side="both",
+)
 def import_unknown_error_code(ctx: Context) -> Iterator[Finding]:
     tl = ctx.timeline
     for trace, head in ctx.headers.items():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import orjson
@@ -11,11 +12,15 @@ import polars as pl
 
 from acp_trace.analysis.latency import TurnFacts
 from acp_trace.analysis.replays import Facts, Window
+from acp_trace.analysis.schema import SchemaFacts, validate_timeline
 
 SEVERITIES = ("error", "warning", "info")
+# Who a finding blames: the agent, the client, or both (a fact about the exchange itself).
+SIDES = ("agent", "client", "both")
 FINDING_SCHEMA: dict[str, Any] = {
     "rule": pl.String,
     "severity": pl.String,
+    "side": pl.String,
     "trace": pl.String,
     "session": pl.String,
     "seq": pl.Int64,
@@ -30,6 +35,7 @@ class Finding:
 
     rule: str
     severity: str
+    side: str
     trace: str
     session: str | None
     seq: int | None
@@ -39,21 +45,34 @@ class Finding:
 
 @dataclass
 class Context:
-    """What every check may read."""
+    """What every check may read; `schema` (the schema pass) is computed on first use, and only
+    when `validate` is on."""
 
     timeline: pl.DataFrame
     facts: Facts
     turns: TurnFacts
     headers: dict[str, dict[str, Any]]
+    validate: bool = True
+
+    @cached_property
+    def schema(self) -> SchemaFacts | None:
+        return validate_timeline(self.timeline) if self.validate else None
 
     def at(
-        self, rule: str, row: int, session: str | None, message: str, severity: str = ""
+        self,
+        rule: str,
+        row: int,
+        session: str | None,
+        message: str,
+        severity: str = "",
+        side: str = "",
     ) -> Finding:
-        """A finding pointing at a timeline row."""
+        """A finding pointing at a timeline row (severity and side: the rule's by default)."""
         trace = self.timeline["trace"][row]
         return Finding(
             rule=rule,
             severity=severity or RULES[rule].severity,
+            side=side or RULES[rule].side,
             trace=trace,
             session=session,
             seq=self.timeline["seq"][row],
@@ -77,6 +96,7 @@ class Rule:
 
     id: str
     severity: str
+    side: str  # who breaks it, unless a finding says otherwise
     summary: str
     check: Callable[[Context], Iterator[Finding]]
 
@@ -86,13 +106,14 @@ RULES: dict[str, Rule] = {}
 ADJUSTERS: list[Callable[[Context, list[Finding]], list[Finding]]] = []
 
 
-def rule(rule_id: str, severity: str, summary: str) -> Callable[..., Any]:
+def rule(rule_id: str, severity: str, summary: str, side: str = "agent") -> Callable[..., Any]:
     """Register a check function under a rule id."""
+    assert side in SIDES, side
 
     def register(
         fn: Callable[[Context], Iterator[Finding]],
     ) -> Callable[[Context], Iterator[Finding]]:
-        RULES[rule_id] = Rule(rule_id, severity, summary, fn)
+        RULES[rule_id] = Rule(rule_id, severity, side, summary, fn)
         return fn
 
     return register

@@ -8,6 +8,7 @@ or last history update to response when there is no marker) annotated on each la
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from acp_trace.analysis.replays import Facts, Window, outcome
+from acp_trace.analysis.timeline import untimed_traces
 from acp_trace.render.plots._common import (
     TEXT_SIZE,
     add_note,
@@ -25,11 +27,18 @@ from acp_trace.render.plots._common import (
     label,
     ms,
     new_figure,
+    plain_ticks,
     title,
     untimed_note,
-    untimed_traces,
 )
-from acp_trace.render.plots.replay_window import Pick, View, choose_window, lanes_of, window_events
+from acp_trace.render.plots.replay_window import (
+    Lane,
+    Pick,
+    View,
+    choose_window,
+    lanes_of,
+    window_events,
+)
 
 HEADING = "Replay timeline"
 LANE_LABEL = 24  # characters of a session id on the y axis
@@ -49,14 +58,14 @@ def replay_figure(
     tl: pl.DataFrame,
     pick: Pick | None = None,
 ) -> Figure:
-    """The timeline of one replay: the slowest of those `pick` matches."""
+    """The timeline of one replay: the slowest of those `pick` matches (a `pick` that matches
+    none is a UsageError listing the choices)."""
     untimed = untimed_traces(tl)
     notes = untimed_note(untimed)
     pick = pick or Pick()
     w, candidates = choose_window(facts, tl, untimed, pick)
     if w is None:
-        wanted = f" for {pick.describe()}" if pick.chosen else NOTHING
-        return empty_figure(HEADING, f"No replay to show{wanted}.", notes)
+        return empty_figure(HEADING, f"No replay to show{NOTHING}.", notes)
     view = View(tl, w, lanes_of(w), window_events(tl, w), None)
     view.end = view.at(w.end_row)
     zoom = view.zoom()
@@ -69,9 +78,9 @@ def replay_figure(
         loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=TEXT_SIZE, borderaxespad=0
     )
     if candidates > 1:
-        among = f" for {pick.describe()}" if pick.chosen else ""
+        among = f" for {label(pick.describe(), 80)}" if pick.chosen else ""
         notes.append(
-            f"The slowest of {candidates} replays{among}; "
+            f"The slowest of {candidates:,} replays{among}; "
             "choose another with --trace, --session or --request."
         )
     add_note(fig, notes)
@@ -88,9 +97,10 @@ def _draw(ax: Axes, view: View, zoom_to: float | None) -> None:
     whole = max(view.end or 0.0, last if isinstance(last, float) else 0.0, 1.0)
     right = zoom_to if zoom_to is not None else whole
     ax.set_xlim(-0.03 * right, right * 1.06)
-    ax.set_ylim(min(view.lanes.values()) - 0.6, 0.9)
-    names = [_lane_name(view.w, n) for n in view.lanes]
-    ax.set_yticks(list(view.lanes.values()), names)
+    plain_ticks(ax)
+    ax.set_ylim(min(lane.y for lane in view.lanes) - 0.6, 0.9)
+    names = [LANE_KINDS[lane.kind][0](view.w, lane) for lane in view.lanes]
+    ax.set_yticks([lane.y for lane in view.lanes], names)
     ax.tick_params(axis="y", length=0)
     if zoom_to is None:
         axis_labels(ax, "time since the request (ms)", "session", _subtitle(view))
@@ -99,12 +109,12 @@ def _draw(ax: Axes, view: View, zoom_to: float | None) -> None:
         axis_labels(ax, "time since the request (ms)", "session", heading)
 
 
-def _lane_name(w: Window, name: str) -> str:
-    stats = w.sessions[name]
+def _session_name(w: Window, lane: Lane) -> str:
+    stats = w.sessions[lane.key]
     about = f"{stats.history_updates} history"
     if stats.parent is not None:
         about += f", child of {label(stats.parent, LANE_LABEL)}"
-    return f"{label(name, LANE_LABEL)}\n({about})"
+    return f"{label(lane.key, LANE_LABEL)}\n({about})"
 
 
 def _subtitle(view: View) -> str:
@@ -118,20 +128,25 @@ def _subtitle(view: View) -> str:
 
 
 def _draw_events(ax: Axes, view: View, legend: bool) -> None:
-    labelled: set[str] = set()
-    for name, y in view.lanes.items():
-        ax.axhline(y, color="0.88", linewidth=1, zorder=0, gid=f"lane:{name}")
-        mine = view.events.filter(pl.col("session") == name)
-        for cls, style in STYLES.items():
-            t = mine.filter(pl.col("cls") == cls)["t"].to_list()
-            if not t:
-                continue
-            kwargs = dict(style)
-            if cls in labelled or not legend:
-                kwargs["label"] = "_nolegend_"
-            labelled.add(cls)
-            dots = ax.scatter(t, [y] * len(t), zorder=3, linewidths=1.5, **kwargs)
-            dots.set_gid(f"{cls}:{name}")
+    labelled: set[str] = set() if legend else set(STYLES)  # one legend entry per class
+    for lane in view.lanes:
+        ax.axhline(lane.y, color="0.88", linewidth=1, zorder=0, gid=f"lane:{lane.key}")
+        LANE_KINDS[lane.kind][1](ax, view, lane, labelled)
+
+
+def _draw_session(ax: Axes, view: View, lane: Lane, labelled: set[str]) -> None:
+    """A session's updates and the agent's requests on it, one artist per class."""
+    mine = view.events.filter(pl.col("session") == lane.key)
+    for cls, style in STYLES.items():
+        t = mine.filter(pl.col("cls") == cls)["t"].to_list()
+        if not t:
+            continue
+        kwargs = dict(style)
+        if cls in labelled:
+            kwargs["label"] = "_nolegend_"
+        labelled.add(cls)
+        dots = ax.scatter(t, [lane.y] * len(t), zorder=3, linewidths=1.5, **kwargs)
+        dots.set_gid(f"{cls}:{lane.key}")
 
 
 def _draw_ends(ax: Axes, view: View, labels: bool) -> None:
@@ -177,7 +192,10 @@ def _draw_gaps(ax: Axes, view: View) -> None:
     w, end = view.w, view.end
     if end is None or w.end not in ("response", "error"):
         return
-    for name, y in view.lanes.items():
+    for lane in view.lanes:
+        if lane.kind != "session":
+            continue
+        name, y = lane.key, lane.y
         stats = w.sessions[name]
         marked = stats.marker_row is not None
         since = view.at(stats.marker_row if marked else stats.last_history_row)
@@ -206,3 +224,10 @@ def _draw_gaps(ax: Axes, view: View) -> None:
             color="#C44E52",
             gid=f"gap:{name}",
         )
+
+
+DrawLane = Callable[[Axes, View, Lane, set[str]], None]
+# Per kind of lane: its name on the y axis, and what draws it.
+LANE_KINDS: dict[str, tuple[Callable[[Window, Lane], str], DrawLane]] = {
+    "session": (_session_name, _draw_session),
+}
