@@ -30,9 +30,9 @@ def test_layout_is_hive_partitioned_and_private(dataset: Path) -> None:
     """DIR/<table>/agent=<percent-encoded>/date=<day>/part-<uuid>.parquet, 0600 and 0700."""
     parts = sorted(dataset.rglob("*.parquet"))
     rel = {p.relative_to(dataset).parts[0] for p in parts}
-    assert rel == {"records", "replays", "findings", "_manifest"}  # no prompt turn in samples
+    assert rel == {"records", "replays", "findings", "turns", "_manifest"}
     layout = re.compile(
-        r"^(records|replays|findings)/agent=[^/]+/date=(\d{4}-\d\d-\d\d|__HIVE_DEFAULT_PARTITION__)/part-[0-9a-f]{32}\.parquet$"
+        r"^(records|replays|findings|turns)/agent=[^/]+/date=(\d{4}-\d\d-\d\d|__HIVE_DEFAULT_PARTITION__)/part-[0-9a-f]{32}\.parquet$"
     )
     for p in parts:
         if p.parent.name != "_manifest":
