@@ -61,6 +61,27 @@ def test_pingpong_client_and_plain_replays_run_alone(tmp_path: Path) -> None:
     assert rows and all(r["outcome"] for r in rows)
 
 
+def test_fleet_benchmark_runs(tmp_path: Path) -> None:
+    """bench_fleet.py generates small traces and times every variant (same rows in each)."""
+    out = tmp_path / "figures.json"
+    args = [
+        "--files",
+        "20",
+        "--mb",
+        "0.2",
+        "--reps",
+        "1",
+        "--out",
+        str(tmp_path),
+        "--json",
+        str(out),
+    ]
+    stdout = run("bench_fleet.py", *args)
+    names = [f["name"] for f in json.loads(out.read_text())["figures"]]
+    assert "== fleet: 20 traces" in stdout
+    assert "pool: 2 workers vs 1" in names and "dask: 2 workers vs 1" in names
+
+
 def test_schema_benchmark_runs(tmp_path: Path) -> None:
     """bench_schema.py compares the three validators and measures the validation budget."""
     out = tmp_path / "figures.json"

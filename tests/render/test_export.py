@@ -361,5 +361,5 @@ def test_cli_export_writes_and_reports(
     assert exit_info.value.code == 2
     assert capsys.readouterr().err == (
         "acp-trace: export: Invalid value for '--format' / '-f': 'xlsx' is not one of "
-        "'parquet', 'csv', 'perfetto'; see `acp-trace export --help`\n"
+        "'parquet', 'csv', 'perfetto', 'otlp'; see `acp-trace export --help`\n"
     )

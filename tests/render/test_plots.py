@@ -24,10 +24,10 @@ from numpy.typing import NDArray
 from typer.testing import CliRunner
 
 from acp_trace import analyze, plots
+from acp_trace.analysis.timeline import untimed_traces
 from acp_trace.cli import app, main
 from acp_trace.errors import OutputError, UsageError
 from acp_trace.render.plots import Pick, choose_window
-from acp_trace.render.plots._common import untimed_traces
 from acp_trace.render.plots.gap import percentiles
 from testpaths import SAMPLES
 from tracebuilder import TraceBuilder

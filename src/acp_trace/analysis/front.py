@@ -13,8 +13,9 @@ import polars as pl
 from acp_trace.analysis import checks, latency, phases
 from acp_trace.analysis.replays import Facts, collect, replays_table
 from acp_trace.analysis.timeline import timeline as build_timeline
+from acp_trace.analysis.timeline import untimed_traces
 from acp_trace.errors import UsageError
-from acp_trace.trace.reader import headers, read_trace
+from acp_trace.trace.reader import headers, read_trace, skipped_inputs
 
 Paths = str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
 
@@ -53,6 +54,15 @@ class Analysis:
         return latency.turns_table(self.timeline, self.turn_facts)
 
     @cached_property
+    def skipped(self) -> pl.DataFrame:
+        """The files passed over while reading (`trace`, `problem`)."""
+        return skipped_inputs(self.records)
+
+    def untimed(self) -> list[str]:
+        """The traces without timestamps (ordering-only imports)."""
+        return untimed_traces(self.timeline)
+
+    @cached_property
     def headers(self) -> dict[str, dict[str, Any]]:
         return headers(self.records)
 
@@ -65,11 +75,7 @@ class Analysis:
         self, rules: list[str] | None = None, min_severity: str = "info", *, schema: bool = True
     ) -> pl.DataFrame:
         """The check findings; `schema=False` skips the JSON Schema validation of messages."""
-        unknown = [r for r in rules or [] if r not in checks.RULES]
-        if unknown:
-            raise UsageError(f"unknown rule id {', '.join(unknown)}; see `acp-trace rules`")
-        if min_severity not in checks.SEVERITIES:
-            raise UsageError(f"--min-severity {min_severity}: expected error, warning or info")
+        check_rule_filter(rules, min_severity)
         ctx = checks.Context(self.timeline, self.facts, self.turn_facts, self.headers, schema)
         return checks.run_checks(ctx, rules, min_severity)
 
@@ -79,6 +85,15 @@ class Analysis:
             pl.col("seq").drop_nulls().n_unique().alias("records"),
             (pl.col("kind") == "malformed").sum().alias("malformed"),
         )
+
+
+def check_rule_filter(rules: list[str] | None, min_severity: str) -> None:
+    """UsageError for an unknown rule id or severity."""
+    unknown = [r for r in rules or [] if r not in checks.RULES]
+    if unknown:
+        raise UsageError(f"unknown rule id {', '.join(unknown)}; see `acp-trace rules`")
+    if min_severity not in checks.SEVERITIES:
+        raise UsageError(f"--min-severity {min_severity}: expected error, warning or info")
 
 
 def analyze(

@@ -30,13 +30,24 @@ GROUPS = {
 
 def request_latency(tl: pl.DataFrame, by: str = "method") -> pl.DataFrame:
     """Request-to-response statistics per method (and agent or trace): count, errors, p50..max."""
-    keys = GROUPS[by]
+    return aggregate_requests(request_rows(tl), by)
+
+
+def request_rows(tl: pl.DataFrame) -> pl.DataFrame:
+    """One row per request: trace, agent, agent_version, method, latency_ms and how it was
+    answered (`answer`: response, error, or null when unanswered)."""
     requests = tl.filter(pl.col("kind") == "request")
     answers = tl.select(pl.col("row").alias("peer_row"), pl.col("kind").alias("answer"))
     joined = requests.join(answers, on="peer_row", how="left")
+    return joined.select("trace", "agent", "agent_version", "method", "latency_ms", "answer")
+
+
+def aggregate_requests(rows: pl.DataFrame, by: str = "method") -> pl.DataFrame:
+    """The statistics of `request_latency` from `request_rows` (of one trace or of many)."""
+    keys = GROUPS[by]
     lat = pl.col("latency_ms")
     return (
-        joined.group_by(keys)
+        rows.group_by(keys)
         .agg(
             pl.len().alias("count"),
             (pl.col("answer") == "error").sum().alias("errors"),

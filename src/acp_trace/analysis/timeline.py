@@ -259,3 +259,12 @@ def _connection(
         agent_version=as_str(info.get("version")),
         client=as_str(client_info.get("name")),
     )
+
+
+def untimed_traces(tl: pl.DataFrame) -> list[str]:
+    """Traces whose messages carry no timestamps (ordering-only imports)."""
+    messages = tl.filter(pl.col("kind").is_in(["request", "response", "error", "notification"]))
+    timed = messages.group_by("trace", maintain_order=True).agg(
+        pl.col("t_ns").is_not_null().any().alias("timed")
+    )
+    return timed.filter(~pl.col("timed"))["trace"].to_list()

@@ -7,7 +7,18 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from acp_trace.cli.app import Format, From, MarkerMeta, Traces, Workers, analyze_paths, app
+from acp_trace.cli.app import (
+    Format,
+    From,
+    MarkerMeta,
+    Scheduler,
+    Traces,
+    Workers,
+    analyze_paths,
+    analyze_tables,
+    app,
+    exit_if_failed,
+)
 from acp_trace.cli.terminal import Kind, emit, emit_table, width
 
 if TYPE_CHECKING:
@@ -43,6 +54,7 @@ def replays(
     marker_meta: MarkerMeta = None,
     source_format: From = None,
     workers: Workers = 1,
+    scheduler: Scheduler = None,
 ) -> None:
     """One row per replaying request and session: outcome, the gap, timings (ms) and counts.
 
@@ -51,16 +63,14 @@ def replays(
     from acp_trace.render.report import frame
     from acp_trace.render.report.tables import replays_table
 
-    a = analyze_paths(traces, marker_meta, source_format, workers)
+    a = analyze_tables(traces, marker_meta, source_format, workers, scheduler)
     if fmt == "table":
-        from acp_trace.render.plots._common import untimed_traces
-
         chosen = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
-        untimed = untimed_traces(a.timeline)
-        view = replays_table(a.replays, chosen, wide=wide, width=width(), untimed=untimed)
+        view = replays_table(a.replays, chosen, wide=wide, width=width(), untimed=a.untimed())
         emit_table(view, fit=not wide)
     else:
         emit(frame(a.replays, fmt), "json" if fmt == "json" else "data")
+    exit_if_failed(a)
 
 
 CHECK_KINDS: dict[str, Kind] = {"text": "text", "json": "json", "junit": "data"}
@@ -91,13 +101,15 @@ def check(
         ),
     ] = True,
     workers: Workers = 1,
+    scheduler: Scheduler = None,
 ) -> None:
     """Evaluate every rule of the catalogue; exit 1 when there is an error finding."""
     from acp_trace.render import report as render
 
-    a = analyze_paths(traces, marker_meta, source_format, workers)
+    a = analyze_tables(traces, marker_meta, source_format, workers, scheduler, schema=schema)
     findings = a.findings(rule, min_severity, schema=schema)
     emit(render.check_output(a, findings, fmt), CHECK_KINDS[fmt])
+    exit_if_failed(a)
     if findings.filter(findings["severity"] == "error").height:
         raise typer.Exit(1)
 
@@ -143,23 +155,25 @@ def latency(
     fmt: Format = "table",
     source_format: From = None,
     workers: Workers = 1,
+    scheduler: Scheduler = None,
 ) -> None:
     """Request-to-response latency per method, and prompt-turn phases."""
     from acp_trace.analysis.latency import turn_phases
     from acp_trace.render import report as render
     from acp_trace.render.report.tables import table
 
-    a = analyze_paths(traces, None, source_format, workers)
+    a = analyze_tables(traces, None, source_format, workers, scheduler)
     requests = a.latency(by)
     phases = turn_phases(a.turns, by)
     if fmt != "table":
         tables = {"requests": requests, "prompt_turns": phases}
         emit(render.frames(tables, fmt), "json" if fmt == "json" else "data")
-        return
-    emit_table(table(requests, fold=("method", "agent", "trace"), width=width()))
-    if phases.height:
-        emit("\nprompt turns (request to first agent chunk, acceptance, end of turn):\n")
-        emit_table(table(phases, fold=("agent", "trace"), width=width()))
+    else:
+        emit_table(table(requests, fold=("method", "agent", "trace"), width=width()))
+        if phases.height:
+            emit("\nprompt turns (request to first agent chunk, acceptance, end of turn):\n")
+            emit_table(table(phases, fold=("agent", "trace"), width=width()))
+    exit_if_failed(a)
 
 
 @app.command()

@@ -15,6 +15,7 @@ from acp_trace.errors import AcpTraceError
 
 if TYPE_CHECKING:  # the heavy modules load only when a command needs them
     from acp_trace.analysis import Analysis
+    from acp_trace.fleet import FleetResult
 
 app = typer.Typer(
     name="acp-trace",
@@ -106,6 +107,46 @@ def analyze_paths(
         a = analyze(traces, marker_meta=marker_meta, fmt=fmt, progress=progress, workers=workers)
     warn_skipped(a.records)
     return a
+
+
+Scheduler = Annotated[
+    str | None,
+    typer.Option(
+        metavar="ADDRESS",
+        help="Analyze on this Dask scheduler (tcp://HOST:PORT), partition by partition; needs "
+        "pip install 'acp-trace[fleet]'. The output is the same as a local run's.",
+    ),
+]
+
+
+def analyze_tables(
+    traces: list[str],
+    marker_meta: str | None = None,
+    fmt: str | None = None,
+    workers: int | None = 1,
+    scheduler: str | None = None,
+    *,
+    schema: bool = True,
+) -> Analysis | FleetResult:
+    """The Analysis, or with `scheduler` a fleet run's tables (the same rows, from Dask)."""
+    if scheduler is None:
+        return analyze_paths(traces, marker_meta, fmt, workers)
+    from acp_trace.cli.terminal import warn
+    from acp_trace.fleet import run
+
+    result = run(traces, scheduler=scheduler, marker_meta=marker_meta, fmt=fmt, schema=schema)
+    for trace, problem in result.skipped.rows():
+        warn(f"skipped {trace}: {problem}")
+    for trace, problem in result.failed.rows():
+        warn(f"could not analyze {trace}: {problem}")
+    return result
+
+
+def exit_if_failed(tables: Analysis | FleetResult) -> None:
+    """Exit 2 after the output when a fleet run could not analyze some files."""
+    failed = getattr(tables, "failed", None)
+    if failed is not None and failed.height:
+        raise typer.Exit(2)
 
 
 def command() -> Any:

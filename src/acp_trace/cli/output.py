@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from acp_trace.cli.app import From, MarkerMeta, Traces, analyze_paths, app
+from acp_trace.cli.app import From, MarkerMeta, Scheduler, Traces, analyze_paths, app
 from acp_trace.cli.terminal import emit, step
 from acp_trace.errors import UsageError
 
@@ -99,7 +99,7 @@ def chart_target(output: str, kind: str) -> Path:
 def require_drawable(a: Analysis, kind: str, pick: Pick) -> None:
     """UsageError when the chart would be empty for want of input: no trace has timestamps.
     (A replay selector that matches nothing is refused by the picker, with the choices.)"""
-    from acp_trace.render.plots._common import untimed_traces
+    from acp_trace.analysis.timeline import untimed_traces
 
     untimed = set(untimed_traces(a.timeline))
     traces = a.timeline["trace"].unique(maintain_order=True).to_list()
@@ -115,29 +115,91 @@ def require_drawable(a: Analysis, kind: str, pick: Pick) -> None:
 @app.command()
 def export(
     traces: Traces,
+    fmt: Annotated[
+        Literal["parquet", "csv", "perfetto", "otlp"],
+        typer.Option("--format", "-f", help="Format."),
+    ],
     output: Annotated[
-        str,  # not a Path: a trailing / says "a directory"
+        str | None,  # not a Path: a trailing / says "a directory"
         typer.Option(
             "-o",
             "--output",
             metavar="PATH",
-            help="parquet, csv: a directory; perfetto: FILE.json, or DIR/ for DIR/trace.json.",
+            help="parquet, csv: a directory; perfetto, otlp: FILE.json, or DIR/ for "
+            "DIR/trace.json (DIR/spans.json).",
         ),
-    ],
-    fmt: Annotated[
-        Literal["parquet", "csv", "perfetto"], typer.Option("--format", "-f", help="Format.")
-    ],
+    ] = None,
+    dataset: Annotated[
+        str | None,
+        typer.Option(
+            metavar="DIR",
+            help="parquet: append to this hive-partitioned dataset instead of writing -o "
+            "(docs/dataset.md); traces it already holds are not written again.",
+        ),
+    ] = None,
+    scheduler: Scheduler = None,
     marker_meta: MarkerMeta = None,
     source_format: From = None,
 ) -> None:
-    """Export records, replays and findings (Parquet, CSV) or a Perfetto trace (JSON)."""
+    """Export records, replays and findings (Parquet, CSV, a growing Parquet dataset), a
+    Perfetto trace or OpenTelemetry spans (OTLP/JSON)."""
     from acp_trace.files import check_directory_target, check_file_target, wants_directory
     from acp_trace.render.export import write_export
 
-    if fmt != "perfetto" or wants_directory(output):
+    if dataset is not None:
+        if fmt != "parquet" or output is not None:
+            raise UsageError("--dataset DIR goes with --format parquet and without -o")
+        append_dataset(traces, dataset, scheduler, marker_meta, source_format)
+        return
+    if output is None:
+        raise UsageError(f"--format {fmt} needs -o PATH (or, for parquet, --dataset DIR)")
+    if scheduler is not None:
+        raise UsageError("--scheduler goes with --dataset (the workers write the dataset)")
+    if fmt in ("parquet", "csv") or wants_directory(output):
         check_directory_target(output)
     else:
         check_file_target(output)
     a = analyze_paths(traces, marker_meta, source_format)
     written = write_export(a, fmt, output)
     emit(f"wrote {', '.join(str(p) for p in written)}\n")
+    if fmt == "otlp":
+        from acp_trace.cli.terminal import warn
+        from acp_trace.render.otlp import otlp_document
+
+        for trace in otlp_document(a)[1]:
+            warn(f"left out {trace}: no start time or no timestamps, so no span can be placed")
+
+
+def append_dataset(
+    traces: list[str],
+    dataset: str,
+    scheduler: str | None,
+    marker_meta: str | None,
+    source_format: str | None,
+) -> None:
+    """`export --format parquet --dataset DIR`: here in one process, or by the workers of a
+    Dask cluster (each appends its own partition)."""
+    from acp_trace.cli.terminal import warn
+    from acp_trace.fleet import run
+
+    result = run(
+        traces,
+        scheduler=scheduler,
+        workers=None if scheduler else 1,
+        partitions=None if scheduler else 1,
+        marker_meta=marker_meta,
+        fmt=source_format,
+        dataset=dataset,
+    )
+    for trace, problem in result.skipped.rows():
+        warn(f"skipped {trace}: {problem}")
+    for trace, problem in result.failed.rows():
+        warn(f"could not analyze {trace}: {problem}")
+    w = result.written
+    emit(
+        f"{dataset}: {w.get('traces', 0)} new traces ({w.get('known', 0)} already in the "
+        f"dataset): {w.get('records', 0)} records, {w.get('replays', 0)} replays, "
+        f"{w.get('findings', 0)} findings, {w.get('turns', 0)} turns\n"
+    )
+    if result.failed.height:
+        raise typer.Exit(2)

@@ -1,11 +1,12 @@
-"""Exports for other tools: Parquet and CSV tables, and a Chrome/Perfetto trace-event JSON.
+"""Exports for other tools: Parquet and CSV tables, a Chrome/Perfetto trace-event JSON and
+OpenTelemetry spans (OTLP/JSON, render/otlp.py); the growing dataset is render/dataset.py.
 
 `parquet` and `csv` write a directory with `records` (the timeline: every record with its
 message, pairing, session and update class), `replays` and `findings`. The tables use plain
 types only (signed integers, floats, booleans, strings) so that DuckDB, Spark or pandas read
 them as they are; CSV JSON-encodes nested columns, rounds floats to six decimals (times are
 nanoseconds: milliseconds with six decimals hold them exactly) and neutralizes cells that a
-spreadsheet would run as a formula. `perfetto` writes one JSON file. Everything written
+spreadsheet would run as a formula. `perfetto` and `otlp` write one JSON file. Everything written
 holds trace contents, so it is private (0600 files, 0700 new directories).
 """
 
@@ -29,8 +30,9 @@ from acp_trace.render.report.formats import rounded
 if TYPE_CHECKING:
     from acp_trace.analysis.front import Analysis, Paths
 
-FORMATS = ("parquet", "csv", "perfetto")
+FORMATS = ("parquet", "csv", "perfetto", "otlp")
 PERFETTO_NAME = "trace.json"
+OTLP_NAME = "spans.json"
 
 
 def export(
@@ -60,6 +62,11 @@ def write_export(a: Analysis, fmt: str, out: str | os.PathLike[str]) -> list[Pat
 
         target = perfetto_target(out)
         return [write_file(target, orjson.dumps(trace_events(a)))]
+    if fmt == "otlp":
+        from acp_trace.render.otlp import otlp_document
+
+        doc, _left_out = otlp_document(a)
+        return [write_file(perfetto_target(out, OTLP_NAME), orjson.dumps(doc))]
     if fmt not in ("parquet", "csv"):
         raise UsageError(f"--format {fmt}: expected one of {', '.join(FORMATS)}")
     folder = output_dir(out)
@@ -75,9 +82,10 @@ def write_export(a: Analysis, fmt: str, out: str | os.PathLike[str]) -> list[Pat
     return written
 
 
-def perfetto_target(out: str | os.PathLike[str]) -> Path:
-    """Where `--format perfetto -o OUT` writes: OUT/trace.json for a directory, else OUT."""
-    return output_dir(out) / PERFETTO_NAME if wants_directory(out) else Path(out)
+def perfetto_target(out: str | os.PathLike[str], name: str = "") -> Path:
+    """Where `--format perfetto` (or `otlp`) `-o OUT` writes: OUT/trace.json (spans.json) for
+    a directory, else OUT."""
+    return output_dir(out) / (name or PERFETTO_NAME) if wants_directory(out) else Path(out)
 
 
 def csv_text(df: pl.DataFrame) -> str:

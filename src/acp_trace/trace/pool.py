@@ -22,7 +22,7 @@ import re
 import resource
 import threading
 from collections import deque
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from itertools import islice
@@ -48,7 +48,7 @@ Result = tuple["Table | list[pl.DataFrame]", InputError | None]
 Task = tuple[str, Any]
 
 
-def choose_workers(found: list[Found], workers: int | None) -> int:
+def choose_workers(found: Sequence[Found], workers: int | None) -> int:
     """How many processes read: `workers`, or (None) one per usable core when the input is
     large enough for the pool to gain more than it costs to start."""
     if workers is not None:
@@ -58,7 +58,7 @@ def choose_workers(found: list[Found], workers: int | None) -> int:
     return 1 if total < AUTO_MIN_BYTES else max(1, min(cores or 1, total // RANGE_BYTES + 1))
 
 
-def read_all(found: list[Found], fmt: str | None, workers: int) -> Generator[Result]:
+def read_all(found: Sequence[Found], fmt: str | None, workers: int) -> Generator[Result]:
     """For each found file, in order, its rows and the InputError that says why it is no trace
     (None when it is one; the rows hold the `skipped` row of a file not named itself)."""
     from acp_trace.trace.native import read_or_skip
@@ -99,7 +99,7 @@ def _in_order(pool: ProcessPoolExecutor, tasks: list[Task], window: int) -> Iter
         yield result
 
 
-def _plan(found: list[Found], fmt: str | None) -> tuple[list[Task], list[int]]:
+def _plan(found: Sequence[Found], fmt: str | None) -> tuple[list[Task], list[int]]:
     """The tasks, and for each found file the number of byte ranges it is cut into (0: it is
     read whole, in a group of files)."""
     from acp_trace.trace.native import is_native
@@ -130,7 +130,7 @@ def _plan(found: list[Found], fmt: str | None) -> tuple[list[Task], list[int]]:
 
 
 def _assemble(
-    found: list[Found], fmt: str | None, owners: list[int], results: Iterator[Any]
+    found: Sequence[Found], fmt: str | None, owners: list[int], results: Iterator[Any]
 ) -> Iterator[Result]:
     """Per file, in order, its rows from the results of its tasks (which arrive in order): a
     group of small files comes as one table, with the first file of the group."""
@@ -262,7 +262,7 @@ def _fork_is_safe() -> bool:
 # ---------------------------------------------------------------- memory
 
 
-def check_memory(found: list[Found]) -> None:
+def check_memory(found: Sequence[Found]) -> None:
     """InputError before reading when the address space this process may use (`ulimit -v`)
     cannot hold what the analysis of these files needs: past it, polars would abort."""
     limit, _hard = resource.getrlimit(resource.RLIMIT_AS)

@@ -12,7 +12,7 @@ same result.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +21,17 @@ import polars as pl
 from acp_trace.errors import InputError
 from acp_trace.jsonrpc import loads
 from acp_trace.trace.lines import COLUMNS, SCHEMA, Table
-from acp_trace.trace.paths import find_traces
+from acp_trace.trace.paths import Found, find_traces
 
-__all__ = ["COLUMNS", "SCHEMA", "headers", "read_trace", "skipped_inputs"]
+__all__ = [
+    "COLUMNS",
+    "SCHEMA",
+    "check_roots",
+    "headers",
+    "read_found",
+    "read_trace",
+    "skipped_inputs",
+]
 
 
 def read_trace(
@@ -49,11 +57,25 @@ def read_trace(
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
     found = find_traces(paths)
+    records = read_found(found, fmt=fmt, progress=progress, workers=workers)
+    check_roots(found, skipped_inputs(records))
+    return records
+
+
+def read_found(
+    found: Sequence[Found],
+    *,
+    fmt: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    workers: int | None = 1,
+) -> pl.DataFrame:
+    """Read the files `find_traces` found (or a share of them: the fleet reads a partition per
+    worker): one records table, a `skipped` row for each candidate that is no trace.
+    InputError for an explicit file that is no trace; `check_roots` does the rest."""
     from acp_trace.trace import pool  # the process pool and the memory check
 
     pool.check_memory(found)
     table = Table()
-    read_from = {item.root: 0 for item in found}
     results = pool.read_all(found, fmt, pool.choose_workers(found, workers))
     try:
         for done, (item, (part, error)) in enumerate(zip(found, results, strict=True), 1):
@@ -64,17 +86,25 @@ def read_trace(
             else:
                 for frame in part:
                     table.add_frame(frame)
-            read_from[item.root] += error is None
             if progress is not None:
                 progress(done, len(found))
     finally:
         results.close()  # stops the pool, if any, at once
     frames = table.done()
-    records = pl.concat(frames, rechunk=False) if frames else pl.DataFrame(schema=SCHEMA)
-    for root, count in read_from.items():
-        if count == 0:
-            raise InputError(_nothing_read(root, records))
-    return records
+    return pl.concat(frames, rechunk=False) if frames else pl.DataFrame(schema=SCHEMA)
+
+
+def check_roots(found: Sequence[Found], skipped: pl.DataFrame) -> None:
+    """InputError for the first argument all of whose files were skipped (`skipped`: the
+    `skipped_inputs` table of what was read)."""
+    problems = dict(skipped.select("trace", "problem").iter_rows())
+    by_root: dict[str, list[str]] = {}
+    for item in found:
+        by_root.setdefault(item.root, []).append(str(item.path))
+    for root, files in by_root.items():
+        if all(f in problems for f in files):
+            rows = pl.DataFrame({"trace": files, "problem": [problems[f] for f in files]})
+            raise InputError(_nothing_read(root, rows))
 
 
 def skipped_inputs(records: pl.DataFrame) -> pl.DataFrame:
@@ -83,8 +113,8 @@ def skipped_inputs(records: pl.DataFrame) -> pl.DataFrame:
     return skipped.select("trace", pl.col("event").alias("problem"))
 
 
-def _nothing_read(root: str, table: pl.DataFrame) -> str:
-    skipped = skipped_inputs(table).rows()
+def _nothing_read(root: str, problems: pl.DataFrame) -> str:
+    skipped = problems.rows()
     shown = "; ".join(f"{Path(t).name}: {p}" for t, p in skipped[:3])
     more = f"; and {len(skipped) - 3} more" if len(skipped) > 3 else ""
     files = "1 file" if len(skipped) == 1 else f"{len(skipped)} files"

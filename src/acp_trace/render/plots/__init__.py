@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING
 
 from matplotlib.figure import Figure
 
+from acp_trace.analysis.timeline import untimed_traces
 from acp_trace.errors import UsageError
 from acp_trace.files import replacing
-from acp_trace.render.plots._common import DPI, untimed_traces
+from acp_trace.render.plots._common import DPI
 from acp_trace.render.plots.gap import gap_figure, gap_table
 from acp_trace.render.plots.latency import latency_figure
 from acp_trace.render.plots.replay import replay_figure

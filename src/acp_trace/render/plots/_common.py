@@ -12,7 +12,6 @@ from collections.abc import Iterable
 from functools import cache
 
 import numpy as np
-import polars as pl
 from matplotlib import font_manager, ft2font
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -185,15 +184,6 @@ def set_scale(ax: Axes, values: NDArray[np.float64], room: float = 1.0) -> str:
     ax.set_xlim(*limits)
     plain_ticks(ax)  # after set_xscale, which resets the formatters
     return scale
-
-
-def untimed_traces(tl: pl.DataFrame) -> list[str]:
-    """Traces whose messages carry no timestamps (ordering-only imports)."""
-    messages = tl.filter(pl.col("kind").is_in(["request", "response", "error", "notification"]))
-    timed = messages.group_by("trace", maintain_order=True).agg(
-        pl.col("t_ns").is_not_null().any().alias("timed")
-    )
-    return timed.filter(~pl.col("timed"))["trace"].to_list()
 
 
 def untimed_note(traces: list[str]) -> list[str]:

@@ -17,6 +17,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from acp_trace.analysis.replays import Facts, Window, outcome
+from acp_trace.analysis.timeline import untimed_traces
 from acp_trace.render.plots._common import (
     TEXT_SIZE,
     add_note,
@@ -29,7 +30,6 @@ from acp_trace.render.plots._common import (
     plain_ticks,
     title,
     untimed_note,
-    untimed_traces,
 )
 from acp_trace.render.plots.replay_window import (
     Lane,

@@ -9,8 +9,9 @@ import numpy as np
 import polars as pl
 
 from acp_trace import __version__
+from acp_trace.analysis.timeline import untimed_traces
 from acp_trace.render import plots
-from acp_trace.render.plots._common import ms, natural, plural, untimed_traces
+from acp_trace.render.plots._common import ms, natural, plural
 from acp_trace.render.plots.gap import FALLBACK, MARKER, MIN_REPLAYS, with_gap
 from acp_trace.render.report.context import Context, capped
 from acp_trace.render.report.document import Block, Heading, Image, Paragraph

@@ -81,9 +81,8 @@ def frames(tables: dict[str, pl.DataFrame], fmt: str) -> str:
 def check_output(analysis: Any, findings: pl.DataFrame, fmt: str) -> str:
     """The output of `acp-trace check` in `text`, `json` or `junit`; the inputs skipped while
     reading (files that are no trace) are listed apart from the traces."""
-    from acp_trace.trace.reader import skipped_inputs
 
-    skipped = skipped_inputs(analysis.records)
+    skipped = analysis.skipped
     traces = analysis.traces().filter(~pl.col("trace").is_in(skipped["trace"].implode()))
     if fmt == "text":
         return format_findings(findings, traces, skipped.height)

@@ -9,7 +9,8 @@ from __future__ import annotations
 import polars as pl
 
 from acp_trace.analysis.latency import turn_phases
-from acp_trace.render.plots._common import ms, plural, untimed_traces
+from acp_trace.analysis.timeline import untimed_traces
+from acp_trace.render.plots._common import ms, plural
 from acp_trace.render.plots.gap import with_gap
 from acp_trace.render.plots.latency import PHASES
 from acp_trace.render.report.context import Context, capped
