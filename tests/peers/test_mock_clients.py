@@ -84,6 +84,12 @@ def private(tmp_path: Path) -> tuple[dict[str, str], Path]:
     return env, project
 
 
+def recorded_session(trace: Path) -> str:
+    """The session a recording's first replaying request resumes."""
+    table = acp_trace.replays([trace]).filter(pl.col("parent_session").is_null())
+    return str(table["session"][0])
+
+
 def sdk(
     tmp_path: Path, trace: Path, protocol: int, session: str, *mock_args: str
 ) -> tuple[dict[str, Any], Path]:
@@ -174,12 +180,13 @@ def test_sdk_v2_client_gets_markers_children_and_answers_a_permission_request(
     """SDK v2 on the demo's children recording with request-before-marker: the client answers
     the permission request mid-replay, gets every marker, and the resume completes."""
     original = SAMPLES / "demo-v2-children.jsonl"
-    summary, served = sdk(tmp_path, original, 2, "sess_demo", "--fault", "request-before-marker")
-    assert summary["permission_requests"] == ["sess_demo"]
+    sid = recorded_session(original)  # the session the sample resumes
+    summary, served = sdk(tmp_path, original, 2, sid, "--fault", "request-before-marker")
+    assert summary["permission_requests"] == [sid]
     markers = [
         u["sessionId"] for u in summary["delivered"] if u["sessionUpdate"] == "replay_complete"
     ]
-    assert sorted(markers) == ["sess_demo", "sess_demo-child0", "sess_demo-child1"]
+    assert sorted(markers) == [sid, f"{sid}-child0", f"{sid}-child1"]
     assert "result" in summary["exchanges"][1]
     assert [r[1] for r in rows(served)] == ["complete"] * 3
     assert rules(served) - rules(original) == {"request-before-marker"}
