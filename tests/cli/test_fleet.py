@@ -6,25 +6,17 @@ from __future__ import annotations
 import json
 import os
 import stat
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from acp_trace.cli import main
+from clirun import Cli, Result
 from fleetgen import write_traces
 
 
-def _run(
-    args: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> tuple[int, str, str]:
-    monkeypatch.setattr(sys, "argv", ["acp-trace", *args])
-    with pytest.raises(SystemExit) as info:
-        main()
-    code = info.value.code
-    captured = capsys.readouterr()
-    return (code if isinstance(code, int) else 0), captured.out, captured.err
+def _ran(result: Result) -> tuple[int, str, str]:
+    return result.code, result.out, result.err
 
 
 @pytest.fixture(scope="module")
@@ -43,52 +35,41 @@ def scheduler() -> Iterator[str]:
 def test_scheduler_output_equals_the_local_one(
     tmp_path: Path,
     scheduler: str,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
     command: list[str],
 ) -> None:
     """The same command with --scheduler prints the same bytes and exits the same."""
     folder = write_traces(tmp_path / "t", 40)
-    local = _run([*command, str(folder)], monkeypatch, capsys)
-    remote = _run([*command, "--scheduler", scheduler, str(folder)], monkeypatch, capsys)
+    local = _ran(cli(*command, str(folder)))
+    remote = _ran(cli(*command, "--scheduler", scheduler, str(folder)))
     assert remote == local
 
 
-def test_an_unreachable_scheduler_is_one_line(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_an_unreachable_scheduler_is_one_line(tmp_path: Path, cli: Cli) -> None:
     """A scheduler nobody listens at: exit 2 and one line naming it."""
     folder = write_traces(tmp_path / "t", 2)
-    code, out, err = _run(
-        ["replays", "--scheduler", "tcp://127.0.0.1:9", str(folder)], monkeypatch, capsys
-    )
+    code, out, err = _ran(cli("replays", "--scheduler", "tcp://127.0.0.1:9", str(folder)))
     assert code == 2 and out == ""
     assert err.startswith("acp-trace: --scheduler tcp://127.0.0.1:9: cannot reach the scheduler")
     assert "Traceback" not in err
 
 
-def test_the_dataset_grows_without_duplicates(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_the_dataset_grows_without_duplicates(tmp_path: Path, cli: Cli) -> None:
     """Exporting twice writes the traces once; the second run says so."""
     folder = write_traces(tmp_path / "t", 5)
     dataset = tmp_path / "ds"
     args = ["export", "--format", "parquet", "--dataset", str(dataset), str(folder)]
-    code, out, _ = _run(args, monkeypatch, capsys)
+    code, out, _ = _ran(cli(*args))
     assert code == 0 and out.startswith(f"{dataset}: 5 new traces (0 already in the dataset): ")
-    code, out, _ = _run(args, monkeypatch, capsys)
+    code, out, _ = _ran(cli(*args))
     assert out.startswith(f"{dataset}: 0 new traces (5 already in the dataset): 0 records")
 
 
-def test_otlp_is_written_private(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_otlp_is_written_private(tmp_path: Path, cli: Cli) -> None:
     """export --format otlp -o FILE.json writes an ExportTraceServiceRequest, 0600."""
     folder = write_traces(tmp_path / "t", 3)
     out_file = tmp_path / "spans.json"
-    code, _, _ = _run(
-        ["export", "--format", "otlp", "-o", str(out_file), str(folder)], monkeypatch, capsys
-    )
+    code, _, _ = _ran(cli("export", "--format", "otlp", "-o", str(out_file), str(folder)))
     assert code == 0 and stat.S_IMODE(os.stat(out_file).st_mode) == 0o600
     assert len(json.loads(out_file.read_bytes())["resourceSpans"]) == 3
 
@@ -113,13 +94,11 @@ def test_otlp_is_written_private(
 )
 def test_export_option_mistakes(
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    cli: Cli,
     args: list[str],
     message: str,
 ) -> None:
     """Options that do not go together: one line, exit 2."""
     folder = write_traces(tmp_path / "t", 1)
-    monkeypatch.chdir(tmp_path)
-    code, _, err = _run(["export", *args, str(folder)], monkeypatch, capsys)
+    code, _, err = _ran(cli("export", *args, str(folder)))
     assert code == 2 and err.startswith(message)

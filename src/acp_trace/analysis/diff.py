@@ -21,10 +21,10 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
+from acp_trace.analysis.diff_counts import finding_counts, flips, outcome_counts
 from acp_trace.analysis.front import Analysis, Paths, analyze
 
 STATS = {"p50": 50.0, "p90": 90.0}
-GOOD_OUTCOMES = frozenset({"complete", "v1_loaded"})
 REGRESSION, IMPROVEMENT = "regression", "improvement"
 NO_CHANGE, INCONCLUSIVE, TOO_FEW = "no change", "inconclusive", "too few samples"
 
@@ -116,9 +116,9 @@ def diff(base: Analysis | Paths, new: Analysis | Paths, options: DiffOptions | N
     )
     return Diff(
         metrics=metrics,
-        outcomes=_outcome_counts(base.replays, new.replays),
-        flips=_flips(base.replays, new.replays),
-        findings=_finding_counts(base.findings(), new.findings()),
+        outcomes=outcome_counts(base.replays, new.replays),
+        flips=flips(base.replays, new.replays),
+        findings=finding_counts(base.findings(), new.findings()),
         options=opts,
         base=base,
         new=new,
@@ -249,88 +249,3 @@ def _verdict(change: float, pct: float | None, low: float, high: float, opts: Di
     if low > 0 or high < 0:
         return REGRESSION if change > 0 else IMPROVEMENT
     return INCONCLUSIVE
-
-
-# ---------------------------------------------------------------- outcomes and findings
-
-
-def _outcome_counts(base: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
-    """Per agent, method and outcome: the count on each side; `worse` marks a bad outcome that
-    NEW has and BASE never had."""
-
-    def counts(replays: pl.DataFrame, side: str) -> pl.DataFrame:
-        return replays.group_by(
-            pl.col("agent").fill_null("unknown agent"), "method", "outcome"
-        ).agg(pl.len().alias(side))
-
-    joined = counts(base, "base_count").join(
-        counts(new, "new_count"), on=["agent", "method", "outcome"], how="full", coalesce=True
-    )
-    joined = joined.with_columns(pl.col("base_count", "new_count").fill_null(0).cast(pl.Int64))
-    worse = (
-        (pl.col("base_count") == 0)
-        & (pl.col("new_count") > 0)
-        & ~pl.col("outcome").is_in(sorted(GOOD_OUTCOMES))
-    )
-    return joined.with_columns(worse.alias("worse")).sort("agent", "method", "outcome")
-
-
-def _flips(base: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
-    """Outcome changes of the same request: (session, request id) once on each side."""
-    key = ["session", "request_id"]
-
-    def unique(replays: pl.DataFrame) -> pl.DataFrame:
-        once = replays.group_by(key).agg(pl.len().alias("n")).filter(pl.col("n") == 1)
-        return replays.join(once.select(key), on=key, how="semi", nulls_equal=True)
-
-    pairs = (
-        unique(base)
-        .select(
-            pl.col("agent").fill_null("unknown agent"),
-            "method",
-            *key,
-            pl.col("outcome").alias("base_outcome"),
-        )
-        .join(
-            unique(new).select(*key, pl.col("outcome").alias("new_outcome")),
-            on=key,
-            how="inner",
-            nulls_equal=True,
-        )
-    )
-    worse = pl.col("base_outcome").is_in(sorted(GOOD_OUTCOMES)) & ~pl.col("new_outcome").is_in(
-        sorted(GOOD_OUTCOMES)
-    )
-    return (
-        pairs.filter(pl.col("base_outcome") != pl.col("new_outcome"))
-        .with_columns(worse.alias("worse"))
-        .sort("agent", "session", "request_id")
-    )
-
-
-def _finding_counts(base: pl.DataFrame, new: pl.DataFrame) -> pl.DataFrame:
-    """Per rule: the count on each side and `new`, `gone`, `more`, `fewer` or `same`."""
-
-    def counts(findings: pl.DataFrame, side: str) -> pl.DataFrame:
-        return findings.group_by("rule", "severity").agg(pl.len().alias(side))
-
-    joined = counts(base, "base_count").join(
-        counts(new, "new_count"), on=["rule", "severity"], how="full", coalesce=True
-    )
-    b, n = pl.col("base_count"), pl.col("new_count")
-    change = (
-        pl.when(b == 0)
-        .then(pl.lit("new"))
-        .when(n == 0)
-        .then(pl.lit("gone"))
-        .when(n > b)
-        .then(pl.lit("more"))
-        .when(n < b)
-        .then(pl.lit("fewer"))
-        .otherwise(pl.lit("same"))
-    )
-    return (
-        joined.with_columns(b.fill_null(0).cast(pl.Int64), n.fill_null(0).cast(pl.Int64))
-        .with_columns(change.alias("change"))
-        .sort("rule")
-    )
