@@ -23,7 +23,6 @@ for the payload of each recorded line, which never fails open:
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -43,6 +42,7 @@ from acp_trace.record.redact_rules import (
     track,
 )
 from acp_trace.record.secrets import REDACTED, fragment_may_hold_secret, scrub_words
+from acp_trace.record.strict_json import NotStrict, dumps, strict_loads, top_level_scalars
 from acp_trace.trace.format import encode_payload, encode_text
 
 __all__ = ["REDACTED", "RedactionPolicy", "Redactor", "line_payload", "redact_command"]
@@ -92,11 +92,8 @@ _ESCAPES = ahocorasick_rs.BytesAhoCorasick([b"\\u00"])
 _SPELLING = re.compile(rb"\\u00(?:2[fF]|[4-7])")
 _NOT_JSON = object()
 _NO_HITS: frozenset[str] = frozenset()
+# Keys a duplicate of which is named in the placeholder's note (what the note may say).
 _KNOWN_KEYS = frozenset({"jsonrpc", "id", "method", "params", "result", "error", *_MESSAGE_NAMES})
-
-
-class NotStrict(ValueError):
-    """A line the exact path cannot parse strictly; the message says why, without content."""
 
 
 class Redactor:
@@ -143,7 +140,7 @@ class Redactor:
     def _exact(self, line: bytes, stripped: bytes, src: str, hits: frozenset[str]) -> bytes:
         why = _describe(hits) if hits else "it may answer a form (elicitation/create)"
         try:
-            value = strict_loads(stripped)
+            value = strict_loads(stripped, _KNOWN_KEYS)
         except NotStrict as exc:
             return placeholder(len(line), f"{exc}, and {why}")
         if not _is_rpc(value):
@@ -257,57 +254,6 @@ def placeholder(size: int, note: str, *, cut: bool = False) -> bytes:
     return payload + (b',"truncated":true' if cut else b"") + b',"bytes":%d' % size
 
 
-def strict_loads(data: bytes) -> Any:
-    """Parse JSON as strictly as a receiver that rejects anything doubtful (NotStrict)."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise NotStrict("not UTF-8") from None
-    try:
-        return json.loads(
-            text, object_pairs_hook=_unique, parse_constant=_constant, parse_float=_finite
-        )
-    except NotStrict:
-        raise
-    except RecursionError:
-        raise NotStrict("nested too deeply to parse") from None
-    except json.JSONDecodeError as exc:
-        raise NotStrict(f"not strict JSON ({exc.msg} at byte {exc.pos})") from None
-    except ValueError as exc:  # an integer of more digits than Python converts
-        raise NotStrict(f"not JSON that can be read exactly ({str(exc).split(':')[0]})") from None
-
-
-def dumps(value: Any) -> bytes:
-    """Compact JSON; the stdlib serializes what orjson refuses (huge integers, lone surrogates)."""
-    try:
-        return orjson.dumps(value)
-    except TypeError:
-        return json.dumps(value, separators=(",", ":")).encode()
-
-
-_TOP_KEY = re.compile(rb'[ \t\r\n]*"([A-Za-z_]{1,32})"[ \t\r\n]*:[ \t\r\n]*')
-_SCALAR = re.compile(rb'"(?:[^"\\]|\\.){0,1024}"|-?[0-9]{1,40}(?![0-9.eE])|true|false|null')
-_COMMA = re.compile(rb"[ \t\r\n]*,")
-
-
-def top_level_scalars(head: bytes) -> dict[str, Any]:
-    """The members of the object starting `head` up to the first one that is not a short
-    scalar (`{"jsonrpc":"2.0","id":3,"method":"fs/read_text_file","params":{...` gives
-    jsonrpc, id and method)."""
-    fields: dict[str, Any] = {}
-    pos = 1
-    while (key := _TOP_KEY.match(head, pos)) and (value := _SCALAR.match(head, key.end())):
-        try:
-            fields[key.group(1).decode()] = json.loads(value.group())
-        except ValueError:
-            break
-        comma = _COMMA.match(head, value.end())
-        if comma is None:
-            break
-        pos = comma.end()
-    return fields
-
-
 def _compile(pattern: str) -> re.Pattern[bytes]:
     try:
         compiled = re.compile(pattern.encode())
@@ -340,27 +286,6 @@ def _messages(value: Any) -> list[tuple[str, dict[str, Any]]]:
     if isinstance(value, list):
         return [(f"$[{index}]", msg) for index, msg in enumerate(value)]
     return [("$", value)]
-
-
-def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            named = f" ({key})" if key in _KNOWN_KEYS else ""
-            raise NotStrict(f"a duplicate key{named}: which one the receiver read is unknown")
-        out[key] = value
-    return out
-
-
-def _constant(name: str) -> Any:
-    raise NotStrict(f"not strict JSON ({name})")
-
-
-def _finite(text: str) -> float:
-    number = float(text)
-    if number in (float("inf"), float("-inf")):
-        raise NotStrict("not JSON that can be read exactly (a number beyond the double range)")
-    return number
 
 
 def _describe(hits: frozenset[str]) -> str:
