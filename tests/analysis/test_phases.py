@@ -38,6 +38,10 @@ CLAUDE = "[session/create] sessionId=s1 phase=sdk-initialize durationMs=730 tota
         ("retry_interval_ms=500", None),
         ("max_ms=10", None),
         ("size=12 count=3", None),
+        # counts whose names end in a unit's letters: no separator, no camelCase hump
+        ("loaded rows=176 items=3 messages=400 tokens=5 turns=2", None),
+        ("waitSecs=2 retries=1", Phase("wait", "generic", 2000.0)),
+        ("mistook=3 latency=4", Phase("latency", "generic", 4.0)),
         ("[session/query] sessionId=s resume=s apiType=native baseUrl=native", None),
         ("[STARTUP] Phase 'cli_startup' was started but never ended. Skipping metrics.", None),
         ("phase=sdk-initialize durationMs=730", Phase("duration", "generic", 730.0)),
