@@ -23,6 +23,8 @@ from testpaths import SAMPLES
 
 REAL = "0198c0de-0000-7000-8000-000000000200"
 DEMO = ("--protocol", "2", "--session", "sess_demo")
+# The correct demo samples start with session/new and a prompt, then replay that session.
+PROMPT = ("--prompt", "Summarize the replayed history in one line.")
 # The demo-client options each sample was recorded with (sample_traces/README.md, Commands).
 CLIENTS: dict[str, tuple[str, ...]] = {
     "codex-acp-rs-v1-load": ("--protocol", "1", "--session", REAL),
@@ -30,8 +32,10 @@ CLIENTS: dict[str, tuple[str, ...]] = {
     "codex-acp-ts-v2-resume": ("--protocol", "2", "--session", REAL),
     "gemini-cli-v1-load": ("--protocol", "1", "--session", REAL),
     "claude-agent-acp-v2-resume": ("--protocol", "2", "--session", REAL),
-    "demo-v1-load": ("--protocol", "1", "--session", "sess_demo"),
-    "demo-v2-cold-start": (*DEMO, "--resumes", "5"),
+    "demo-v1-load": ("--protocol", "1", *PROMPT),
+    "demo-v2-complete": ("--protocol", "2", *PROMPT),
+    "demo-v2-children": ("--protocol", "2", *PROMPT),
+    "demo-v2-cold-start": ("--protocol", "2", *PROMPT, "--resumes", "5"),
     "demo-fault-marker-unexpected": ("--protocol", "2", "--cursor", "none"),
     "demo-fault-replay-without-cursor": (*DEMO, "--cursor", "none"),
     "demo-fault-load-updates-after-response": ("--protocol", "1", "--session", "sess_demo"),
@@ -47,6 +51,7 @@ def client_options(args: tuple[str, ...]) -> dict[str, Any]:
     pairs = dict(zip(args[::2], args[1::2], strict=True))
     out: dict[str, Any] = {"protocol": int(pairs.get("--protocol", "2"))}
     out["session"] = pairs.get("--session")
+    out["prompt"] = pairs.get("--prompt")
     out["resumes"] = int(pairs.get("--resumes", "1"))
     out["cursor"] = pairs.get("--cursor", "start")
     return out
@@ -118,24 +123,24 @@ def test_paced_timings_are_never_earlier_than_recorded(
 
 # fault, sample, the replays row of the session (outcome, history_updates), the new rules
 FAULT_CASES = [
-    ("marker-missing", "demo-v2-complete", ("unmarked", 400), {"marker-missing"}),
-    ("marker-late", "demo-v2-complete", ("unmarked", 400), {"marker-late", "marker-missing"}),
+    ("marker-missing", "demo-v2-complete", ("unmarked", 402), {"marker-missing"}),
+    ("marker-late", "demo-v2-complete", ("unmarked", 402), {"marker-late", "marker-missing"}),
     ("marker-late", "codex-acp-ts-v2-resume", ("unmarked", 800), {"marker-late"}),
     ("marker-duplicate", "claude-agent-acp-v2-resume", ("complete", 800), {"marker-duplicate"}),
     (
         "marker-with-rejection",
         "demo-v2-complete",
-        ("complete_failed", 400),
+        ("complete_failed", 0),  # the marker alone: history would be updates-with-rejection
         {"marker-with-rejection"},
     ),
     ("live-before-marker", "claude-agent-acp-v2-resume", ("complete", 800), {"live-before-marker"}),
     ("live-before-marker", "codex-acp-ts-v2-resume", ("complete", 800), {"live-before-marker"}),
-    ("request-before-marker", "demo-v2-complete", ("complete", 400), {"request-before-marker"}),
-    ("child-marker-missing", "demo-v2-children", ("complete", 102), {"child-marker-missing"}),
+    ("request-before-marker", "demo-v2-complete", ("complete", 402), {"request-before-marker"}),
+    ("child-marker-missing", "demo-v2-children", ("complete", 104), {"child-marker-missing"}),
     (
         "child-marker-before-announce",
         "demo-v2-children",
-        ("complete", 102),
+        ("complete", 104),
         {"child-marker-before-announce"},
     ),
     (
@@ -144,14 +149,19 @@ FAULT_CASES = [
         ("unmarked", 800),
         {"state-snapshot-missing"},
     ),
-    ("message-id-missing", "claude-agent-acp-v2-resume", ("unmarked", 800), {"message-id-missing"}),
+    (  # v2 requires messageId: the schema says so too
+        "message-id-missing",
+        "claude-agent-acp-v2-resume",
+        ("unmarked", 800),
+        {"message-id-missing", "schema-invalid"},
+    ),
     (
         "load-updates-after-response",
         "codex-acp-rs-v1-load",
         ("v1_loaded", 1),
         {"load-updates-after-response"},
     ),
-    ("crash-mid-replay", "demo-v2-complete", ("truncated", 200), {"unanswered-request"}),
+    ("crash-mid-replay", "demo-v2-complete", ("truncated", 201), {"unanswered-request"}),
     ("crash-mid-replay:5", "codex-acp-rs-v1-load", ("v1_failed", 5), {"unanswered-request"}),
     ("error-after-marker", "claude-agent-acp-v2-resume", ("complete_failed", 800), set()),
     ("truncate:7", "demo-v2-complete", ("truncated", 7), set()),
@@ -182,7 +192,7 @@ def test_gap_stretches_the_wait_before_the_response(tmp_path: Path) -> None:
     """--gap 0.4 at --speed 0: the response comes at least 0.4 s after the request, the marker
     before that wait."""
     again = tmp_path / "again.jsonl"
-    serve(SAMPLES / "demo-v2-complete.jsonl", again, DEMO, "--gap", "0.4")
+    serve(SAMPLES / "demo-v2-complete.jsonl", again, CLIENTS["demo-v2-complete"], "--gap", "0.4")
     row = acp_trace.replays([again]).to_dicts()[0]
     assert row["outcome"] == "complete" and row["response_ms"] >= 400
     assert row["marker_ms"] < row["response_ms"]

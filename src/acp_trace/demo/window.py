@@ -84,7 +84,8 @@ def marker(sid: str) -> Step:
 
 def live_step(sid: str) -> Step:
     """The live update `live-before-marker` puts before the history."""
-    commands = [{"name": "help", "description": "Show help"}]
+    # `type` is v2's discriminator (AvailableCommand requires it); v1 allows the extra field
+    commands = [{"type": "command", "name": "help", "description": "Show help"}]
     return Step(sid, {"sessionUpdate": "available_commands_update", "availableCommands": commands})
 
 

@@ -20,7 +20,7 @@ from matplotlib.axes import Axes
 from matplotlib.text import Annotation
 
 from acp_trace.render.plots._common import TEXT_SIZE, label, plural
-from acp_trace.render.plots._labels import PAD_PX, RowLabel, row_labels
+from acp_trace.render.plots._labels import RowLabel, row_labels
 from acp_trace.render.plots.replay_window import Lane, View
 
 KIND = "stderr"
@@ -34,6 +34,9 @@ LEAF_COLOUR = "#937860"
 OUTER_COLOUR = "#E6DACB"
 NAME_LIMIT = 32  # characters of a phase name in a label
 MIN_LABELLED = 0.04  # a phase is labelled when this much of the panel's width shows it
+# Pixels between two labels: twice the gap chart's, since small text renders relatively wider
+# at a lower dpi (the notebook's 64) and a tight row would touch there.
+PAD = 24.0
 # Heights in data units, from the lane's y: the phases that hold others, nested ones lower,
 # in a band above the leaves, and their labels above it; the leaf bars on the lane, the line
 # ticks and the leaf labels below.
@@ -152,7 +155,7 @@ def add_labels(ax: Axes, view: View, lane: Lane) -> list[Annotation]:
         (False, OUTER_LABEL, OUTER_BAND[1], "0.35"),
     ):
         wanted = [RowLabel(x, s.text, f"phase-label:{s.seq}") for s, x in visible if s.leaf == leaf]
-        texts = row_labels(ax, fitting(ax, wanted), lane.y + row, lane.y + mark)
+        texts = row_labels(ax, fitting(ax, wanted), lane.y + row, lane.y + mark, pad=PAD)
         for text in texts:
             text.set_color(colour)
         out += texts
@@ -165,14 +168,14 @@ def fitting(ax: Axes, labels: list[RowLabel]) -> list[RowLabel]:
     fig = ax.get_figure(root=True)
     assert fig is not None
     renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]  # Agg canvas
-    room = ax.get_window_extent(renderer).width - PAD_PX
+    room = ax.get_window_extent(renderer).width - PAD
     chosen = []
     for lab in labels:
         probe = ax.text(0, 0, lab.text, fontsize=TEXT_SIZE)
         width = probe.get_window_extent(renderer).width
         probe.remove()
-        if width + PAD_PX > room:
+        if width + PAD > room:
             continue
-        room -= width + PAD_PX
+        room -= width + PAD
         chosen.append(lab)
     return chosen
