@@ -173,13 +173,14 @@ def test_sdk_v2_client_gets_markers_children_and_answers_a_permission_request(
 ) -> None:
     """SDK v2 on the demo's children recording with request-before-marker: the client answers
     the permission request mid-replay, gets every marker, and the resume completes."""
-    original = SAMPLES / "demo-v2-children.jsonl"
-    summary, served = sdk(tmp_path, original, 2, "sess_demo", "--fault", "request-before-marker")
+    original = SAMPLES / "demo-v2-children.jsonl"  # session/new made sess_new_1, then its replay
+    mock = ("--session", "sess_new_1", "--fault", "request-before-marker")
+    summary, served = sdk(tmp_path, original, 2, "sess_demo", *mock)
     assert summary["permission_requests"] == ["sess_demo"]
     markers = [
         u["sessionId"] for u in summary["delivered"] if u["sessionUpdate"] == "replay_complete"
     ]
-    assert sorted(markers) == ["sess_demo", "sess_demo-child0", "sess_demo-child1"]
+    assert sorted(markers) == ["sess_demo", "sess_new_1-child0", "sess_new_1-child1"]
     assert "result" in summary["exchanges"][1]
     assert [r[1] for r in rows(served)] == ["complete"] * 3
     assert rules(served) - rules(original) == {"request-before-marker"}
