@@ -83,8 +83,8 @@ def marker(sid: str) -> Step:
 
 
 def live_step(sid: str) -> Step:
-    """The live update `live-before-marker` puts before the history."""
-    # `type` is v2's discriminator (AvailableCommand requires it); v1 allows the extra field
+    """The live update `live-before-marker` puts before the history (a v2 resume's: a v2
+    command carries its `type`)."""
     commands = [{"type": "command", "name": "help", "description": "Show help"}]
     return Step(sid, {"sessionUpdate": "available_commands_update", "availableCommands": commands})
 
