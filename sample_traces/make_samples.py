@@ -133,6 +133,7 @@ FAULT_AGENT: dict[str, tuple[str, ...]] = {
     "load-updates-after-response": ("--turns", "20"),
     "child-marker-before-announce": ("--turns", "5", "--children", "1"),
 }
+FAULT_ARG = {"truncate": "3"}  # the `:N` of a fault that needs one
 FAULT_SAMPLE: dict[str, dict[str, Any]] = {
     "load-updates-after-response": {"protocol": 1},
     "marker-unexpected": {"client": ("--cursor", "none")},
@@ -146,12 +147,17 @@ def fault_samples() -> list[Sample]:
     return [
         Sample(
             f"demo-fault-{fault}",
-            f"fault `{fault}`: {text}",
-            agent=(*FAULT_AGENT.get(fault, ("--turns", "5")), "--fault", fault),
+            f"fault `{_spec(fault)}`: {text}",
+            agent=(*FAULT_AGENT.get(fault, ("--turns", "5")), "--fault", _spec(fault)),
             **FAULT_SAMPLE.get(fault, {}),
         )
         for fault, text in FAULTS.items()
     ]
+
+
+def _spec(fault: str) -> str:
+    arg = FAULT_ARG.get(fault)
+    return f"{fault}:{arg}" if arg else fault
 
 
 def shown(argv: list[str]) -> str:

@@ -38,6 +38,10 @@ CLAUDE = "[session/create] sessionId=s1 phase=sdk-initialize durationMs=730 tota
         ("retry_interval_ms=500", None),
         ("max_ms=10", None),
         ("size=12 count=3", None),
+        # counts whose names end in a unit's letters: no separator, no camelCase hump
+        ("loaded rows=176 items=3 messages=400 tokens=5 turns=2", None),
+        ("waitSecs=2 retries=1", Phase("wait", "generic", 2000.0)),
+        ("mistook=3 latency=4", Phase("latency", "generic", 4.0)),
         ("[session/query] sessionId=s resume=s apiType=native baseUrl=native", None),
         ("[STARTUP] Phase 'cli_startup' was started but never ended. Skipping metrics.", None),
         ("phase=sdk-initialize durationMs=730", Phase("duration", "generic", 730.0)),
@@ -126,3 +130,23 @@ def test_the_real_claude_recording_names_sdk_initialize() -> None:
     assert largest["phase"] == "sdk-initialize"
     assert 0.8 < largest["in_gap_ms"] / largest["gap_ms"] <= 1.0
     assert a.replays.filter(pl.col("stderr_lines_in_gap") > 0).height == 1
+
+
+def test_stderr_between_lists_a_windows_lines_with_their_phases(tmp_path: Path) -> None:
+    """Every stderr line strictly between two rows of one trace, with the phase it names (null
+    when none) and whether it is a leaf among those lines; other traces' lines never."""
+    from acp_trace.analysis.phases import stderr_between
+
+    a = acp_trace.analyze(_replay_with_stderr(tmp_path))
+    tl = a.timeline
+    (w,) = [w for w in a.facts.windows if w.replaying]
+    lines = stderr_between(tl, w.trace, w.req_row, w.end_row)
+    assert lines["phase"].to_list() == ["read", None, "sdk-initialize", "session-ready"]
+    assert lines["leaf"].to_list() == [True, None, True, False]
+    assert lines["duration_ms"].to_list() == [5.0, None, 730.0, 790.0]
+    assert lines["text"][1] == "[authStatus] no identity signal"
+    everything = stderr_between(tl, w.trace, -1, None)
+    assert everything["phase"].to_list() == [
+        "validate-cwd", "read", None, "sdk-initialize", "session-ready", "after",
+    ]  # fmt: skip
+    assert stderr_between(tl, "another.jsonl", -1, None).height == 0

@@ -116,6 +116,50 @@ def test_golden(
         assert max(len(line) for line in out.splitlines()) <= width
 
 
+def stderr_trace() -> TraceBuilder:
+    """Two resumes with the agent's stderr before, inside and after their windows: phases in
+    claude-agent-acp's and the generic form, a line with an escape sequence, a plain one."""
+    b = TraceBuilder(agent="claude-agent-acp", version="0.101.0")
+    b.text("stderr", "[boot] phase=start durationMs=40")
+    rid = b.resume("sess_a", dt=2)
+    b.text("stderr", "[session/create] sessionId=sess_a phase=validate-cwd durationMs=0")
+    b.history("sess_a", 2)
+    b.text("stderr", "[session/create] sessionId=sess_a phase=sdk-initialize durationMs=1327", 1300)
+    b.text("stderr", "[authStatus] no identity \x1b[31msignal")
+    b.state("sess_a")
+    b.response(rid, {}, dt=20)
+    r2 = b.resume("sess_b")
+    b.text("stderr", "worker ready load_ms=12.5 rows=4")
+    b.history("sess_b", 1)
+    b.marker("sess_b")
+    b.state("sess_b")
+    b.response(r2, {}, dt=5)
+    b.text("stderr", "[after] phase=late durationMs=3")
+    return b
+
+
+STDERR_CASES = {
+    "timeline-stderr": ["timeline", "t.jsonl"],
+    "timeline-stderr-replays-only": ["timeline", "t.jsonl", "--replays-only"],
+    "timeline-stderr-session": ["timeline", "t.jsonl", "--session", "sess_a"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(STDERR_CASES))
+def test_golden_timeline_with_stderr(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The timeline marks each stderr line that names a phase with it (escaped), and
+    `--session` keeps the stderr lines inside that session's replay windows, no others."""
+    stderr_trace().write(tmp_path / "t.jsonl")
+    code, out = run(STDERR_CASES[name], tmp_path, monkeypatch, capsys)
+    golden = GOLDEN / f"{name}.txt"
+    if os.environ.get("UPDATE_GOLDEN"):
+        golden.write_text(out)
+    assert code == 0
+    assert out == golden.read_text()
+
+
 def test_check_exit_zero_without_errors(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

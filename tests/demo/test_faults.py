@@ -77,7 +77,7 @@ H2 = ["history:s:user_message", "history:s:agent_message"] * 2
         ("marker-missing", [*H2, "live:s:state_update", "reply"]),
         ("marker-late", [*H2, "live:s:state_update", "reply", "marker:s"]),
         ("marker-duplicate", [*H2, "marker:s", "marker:s", "live:s:state_update", "reply"]),
-        ("marker-with-rejection", [*H2, "marker:s", "error:-32602"]),
+        ("marker-with-rejection", ["marker:s", "error:-32602"]),
         ("error-after-marker", [*H2, "marker:s", "error:-32603"]),
         ("truncate:3", [*H2[:3], "error:-32603"]),
         (
@@ -108,7 +108,7 @@ def test_each_fault_on_a_correct_v2_replay(spec: str, expected: list[str]) -> No
 
 @pytest.mark.parametrize(
     "spec",
-    ["marker-duplicate", "marker-with-rejection", "error-after-marker", "live-before-marker"],
+    ["marker-duplicate", "error-after-marker", "live-before-marker"],
 )
 def test_faults_that_need_a_marker_put_one_where_a_correct_agent_would(spec: str) -> None:
     """An unmarked replay gets a marker after its history, its live updates moved after it."""
@@ -122,6 +122,17 @@ def test_faults_that_need_a_marker_put_one_where_a_correct_agent_would(spec: str
     ]
     after = [t for t in out[first_marker + 1 :] if t != "marker:s"]
     assert after[0] == "live:s:session_info_update"
+
+
+@pytest.mark.parametrize("marked", [True, False])
+def test_marker_with_rejection_keeps_only_the_marker(marked: bool) -> None:
+    """marker-with-rejection sends S's marker and nothing else before -32602: no history (that
+    would break updates-with-rejection too), no child and its marker, no live update; an
+    unmarked replay gets the marker it needs."""
+    window = correct(marked=marked)
+    window.replay[1:1] = [announce("c"), h(sid="c"), marker("c")]
+    window.replay.insert(0, live())
+    assert bent(window, "marker-with-rejection", pause=True) == ["marker:s", "error:-32602"]
 
 
 def test_marker_missing_and_late_on_an_unmarked_replay() -> None:

@@ -130,8 +130,8 @@ FAULT_CASES = [
     (
         "marker-with-rejection",
         "demo-v2-complete",
-        ("complete_failed", ALL),
-        {"marker-with-rejection", "updates-with-rejection"},  # the history came, then -32602
+        ("complete_failed", 0),
+        {"marker-with-rejection"},  # the marker alone, then -32602
     ),
     ("live-before-marker", "claude-agent-acp-v2-resume", ("complete", 800), {"live-before-marker"}),
     ("live-before-marker", "codex-acp-ts-v2-resume", ("complete", 800), {"live-before-marker"}),

@@ -29,6 +29,7 @@ from acp_trace.render.report.document import (
     to_markdown,
 )
 from acp_trace.render.report.sections import build
+from testpaths import SAMPLES
 from tracebuilder import TraceBuilder
 
 
@@ -161,12 +162,14 @@ def test_report_puts_the_key_facts_first_and_the_replay_table_last(tmp_path: Pat
     ]
     tables = md_tables(text)
     assert tables[0][0] == (
-        "| gap p50 ms | gap p90 ms | gap max ms | agent | version | gap from | replays "
-        "| outcomes | traces | protocol |"
+        "| gap p50 ms | gap p90 ms | gap max ms | agent | version | gap from "
+        "| largest phase in the gap | replays | outcomes | traces | protocol |"
     )
     good = a.replays.filter(pl.col("agent") == "good-agent")["marker_to_response_ms"]
     p50, top = cell(good.quantile(0.5, "linear")), cell(good.max())
-    assert f"| {p50} | - | {top} | good-agent | 2.0 | marker | 2 | complete 2 | 1 | v2 |" in text
+    assert (
+        f"| {p50} | - | {top} | good-agent | 2.0 | marker | - | 2 | complete 2 | 1 | v2 |" in text
+    )
     findings = a.findings()
     counts = {s: findings.filter(pl.col("severity") == s).height for s in ("error", "warning")}
     assert counts["error"] > 0
@@ -180,6 +183,60 @@ def test_report_puts_the_key_facts_first_and_the_replay_table_last(tmp_path: Pat
         (cell(v) for v in a.replays.filter(pl.col("agent") == "good-agent")["response_ms"]),
         key=lambda v: -float(v.replace(",", "")),
     )
+
+
+def phased_trace(path: Path) -> Path:
+    """Two resumes of claude-agent-acp with its stderr in their gaps (the second with the
+    longer sdk-initialize, inside an umbrella `session-ready`), then a quiet agent."""
+    b = TraceBuilder(agent="claude-agent-acp", version="0.101.0")
+    for session, took in (("s1", 300), ("s2", 700)):
+        rid = b.resume(session)
+        b.history(session, 2)
+        b.text("stderr", "[session/create] sessionId=x phase=models durationMs=20", dt=30)
+        b.text(
+            "stderr", f"[session/create] sessionId=x phase=sdk-initialize durationMs={took}", took
+        )
+        b.text("stderr", f"[session/load] sessionId=x phase=session-ready durationMs={took + 60}")
+        b.response(rid, dt=40)
+    b.text("stderr", "[session/create] sessionId=x phase=after-the-gap durationMs=5000")
+    quiet = TraceBuilder(agent="quiet-agent", version="1.0")
+    rid = quiet.resume("q1")
+    quiet.history("q1", 1)
+    quiet.marker("q1")
+    quiet.text("stderr", "starting worker")
+    quiet.response(rid, dt=90)
+    quiet.write(path.with_name("quiet.jsonl"))
+    return b.write(path)
+
+
+def test_the_gap_table_names_the_largest_phase_inside_a_gap(tmp_path: Path) -> None:
+    """Per agent version: the leaf phase with the most time inside one gap, "NAME X ms of Y
+    ms" with Y that replay's gap (the umbrella phase and lines after the gap do not count);
+    "-" for an agent whose stderr names no phase; in report.md and report.html alike."""
+    phased_trace(tmp_path / "claude.jsonl")
+    a = analyze(tmp_path)
+    phases = a.gap_phases.filter(pl.col("phase") == "sdk-initialize", pl.col("session") == "s2")
+    in_gap = phases["in_gap_ms"][0]
+    gap = a.replays.filter(pl.col("session") == "s2")["last_history_to_response_ms"][0]
+    assert 0 < in_gap < gap
+    expected = f"sdk-initialize {ms(in_gap)} of {ms(gap)}"
+    files = write_report(a, tmp_path / "out")
+    rows = {line.split(" | ")[3]: line for line in md_tables(files.markdown.read_text())[0][2:]}
+    assert f"| last history (no marker) | {expected} | 2 |" in rows["claude-agent-acp"]
+    assert "| marker | - | 1 |" in rows["quiet-agent"]
+    html = files.html.read_text()
+    assert f"<td>{expected}</td>" in html
+
+
+def test_the_sample_cold_resume_names_sdk_initialize(tmp_path: Path) -> None:
+    """On the recorded cold resume of claude-agent-acp 0.101.0 the column reads
+    "sdk-initialize 1,245 ms of 1,359 ms" (as the library's gap_phases measures it)."""
+    a = analyze([SAMPLES / "claude-agent-acp-v2-resume.jsonl"])
+    phase = a.gap_phases.filter(pl.col("leaf")).sort("in_gap_ms").row(-1, named=True)
+    gap = a.replays["last_history_to_response_ms"][0]
+    expected = f"{phase['phase']} {ms(phase['in_gap_ms'])} of {ms(gap)}"
+    assert expected == "sdk-initialize 1,245 ms of 1,359 ms"
+    assert f"| {expected} |" in markdown_report(a)
 
 
 def test_report_of_one_slow_replay_says_it_in_one_sentence(tmp_path: Path) -> None:
@@ -352,15 +409,18 @@ def outside_code(md: str) -> str:
 
 def test_report_makes_no_trace_text_live(tmp_path: Path) -> None:
     """An agent name that is a team mention, a version that is a www. link, a session id
-    with a URL and an issue reference: in report.md they are all inside code spans."""
+    with a URL and an issue reference, a phase named by a URL: in report.md they are all
+    inside code spans."""
     b = TraceBuilder(agent="@evil-org/team", version="www.evil.example")
     session = "s-https://evil.example/#12"
     rid = b.resume(session)
     b.history(session, 1)
+    b.text("stderr", "[x] phase=https://evil.example/p durationMs=3")  # a phase named by a URL
     b.response(rid, dt=5)
     files = write_report(analyze(b.write(tmp_path / "x@y.jsonl")), tmp_path / "out")
     md = files.markdown.read_text()
     assert "`@evil-org/team`" in md and "`s-https://evil.example/#12`" in md
+    assert "| `https://evil.example/p` " in md  # the largest phase in the gap
     assert "`x@y.jsonl`" in md
     plain = outside_code(md)
     for live in ("@", "://", "www.", "#12"):

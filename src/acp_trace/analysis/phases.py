@@ -60,8 +60,14 @@ UNITS = {"ms": 1.0, "s": 1000.0, "us": 0.001, "µs": 0.001, "ns": 1e-6}
 _KEY_VALUE = re.compile(
     r"(?<![\w.-])(?P<key>[A-Za-z][\w.-]*)=(?P<value>\d+(?:\.\d+)?)(?P<unit>ms|us|µs|ns|s)?(?![\w.])"
 )
-_KEY_UNIT = re.compile(r"(?:[_.-]?(?P<unit>ms|us|ns|s|secs|seconds))$", re.IGNORECASE)
-_KEY_WORD = re.compile(r"(?:[_.-]?(?:duration|elapsed|took|latency))$", re.IGNORECASE)
+# A unit or a duration word ends the key after a separator (`load_ms`, `sdk.duration`) or a
+# camelCase hump (`initMs`, `waitSecs`, `initElapsed`), or is the whole key: `rows`, `items`
+# and `messages` end in a unit's letters and are counts.
+_UNITS = "ms|us|ns|s|secs|seconds"
+_KEY_UNIT = re.compile(
+    rf"(?:(?:^|[_.-])(?P<unit>(?i:{_UNITS}))|(?<=[a-z0-9])(?P<camel>Ms|MS|Us|Ns|S|Secs|Seconds))$"
+)
+_KEY_WORD = re.compile(r"(?:^|[_.-]|(?<=[a-z0-9])(?=[A-Z]))(?i:duration|elapsed|took|latency)$")
 _NOT_DURATIONS = re.compile(r"timeout|ttl|interval|limit|max|min|budget|deadline", re.IGNORECASE)
 
 
@@ -97,7 +103,7 @@ def _generic(key: str, value: float, suffix: str | None) -> Phase | None:
     unit, base = suffix, key
     found = _KEY_UNIT.search(key)
     if found and (found.start() > 0 or suffix is None):
-        unit = unit or _unit_name(found["unit"])
+        unit = unit or _unit_name(found["unit"] or found["camel"])
         base = key[: found.start()]
     word = _KEY_WORD.search(base)
     if unit is None and word is None:
@@ -281,6 +287,50 @@ def _is_leaf(
         if 0 < other.duration_ms < phase.duration_ms and o_start >= start and o_end <= end:
             return False
     return True
+
+
+LINE_SCHEMA: dict[str, Any] = {
+    "row": pl.Int64,
+    "seq": pl.Int64,
+    "t_ms": pl.Float64,
+    "text": pl.String,
+    "phase": pl.String,
+    "family": pl.String,
+    "duration_ms": pl.Float64,
+    "leaf": pl.Boolean,
+}
+
+
+def stderr_between(
+    tl: pl.DataFrame, trace: str, after_row: int, before_row: int | None
+) -> pl.DataFrame:
+    """The stderr lines of `trace` between two timeline rows (both excluded; `before_row`
+    None: to the end), each with the phase it names (null columns when none) and whether that
+    phase is a leaf among the phases of these lines (LINE_SCHEMA; `t_ms` as in the timeline).
+    The replay chart draws a window's lines with it."""
+    end = tl.height if before_row is None else before_row
+    lines = tl.filter(
+        pl.col("trace") == trace,
+        pl.col("row") > after_row,
+        pl.col("row") < end,
+        pl.col("src") == "stderr",
+        pl.col("kind") == "text",
+    )
+    found = []
+    for row, t_ms, text in lines.select("row", "t_ms", "text").iter_rows():
+        phase = parse_phase(text)
+        if phase is not None:
+            found.append((row, t_ms, text, phase))
+    named = {row: phase for row, _t, _text, phase in found}
+    rows: list[tuple[Any, ...]] = []
+    for row, seq, t_ms, text in lines.select("row", "seq", "t_ms", "text").iter_rows():
+        phase = named.get(row)
+        if phase is None:
+            rows.append((row, seq, t_ms, text, None, None, None, None))
+            continue
+        leaf = _is_leaf(phase, t_ms, found, 0.0)
+        rows.append((row, seq, t_ms, text, phase.name, phase.family, phase.duration_ms, leaf))
+    return pl.DataFrame(rows, schema=LINE_SCHEMA, orient="row")
 
 
 def largest_phases(phases: pl.DataFrame, replays: pl.DataFrame) -> pl.DataFrame:

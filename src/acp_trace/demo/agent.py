@@ -2,9 +2,10 @@
 
 `acp-trace demo-agent` serves initialize, session/new, session/prompt (echo), v1 session/load
 and session/resume, v2 session/resume with `replayFrom: {"type": "start"}` (replay, children,
-`replay_complete`, then a `state_update` snapshot, then the response). Faults named after the
-rule ids (rules.md) make it break exactly one rule each. Built on a small JSON-RPC loop of its
-own: the official Python SDK speaks v1 only.
+`replay_complete`, then a `state_update` snapshot, then the response). Its correct traffic
+matches the official ACP JSON Schema of the negotiated version (v1 and v2; tests/demo check
+it); faults named after the rule ids (rules.md) make it break exactly one rule each. Built on
+a small JSON-RPC loop of its own: the official Python SDK speaks v1 only.
 """
 
 from __future__ import annotations
@@ -158,10 +159,10 @@ class DemoAgent:
             " ".join(str(b.get("text", "")) for b in blocks or [] if isinstance(b, dict))
             or "(empty prompt)"
         )
+        turn = len(session.turns)
         if self.protocol >= 2:
-            self.rpc.respond(rid, {})
-            self._state(session.sid, "running")
-        message_id = f"{session.sid}-a{len(session.turns)}"
+            self._accept(rid, session, turn, text)
+        message_id = f"{session.sid}-a{turn}"
         for word in text.split(" "):
             chunk: dict[str, Any] = {"type": "text", "text": word + " "}
             update = {"sessionUpdate": "agent_message_chunk", "content": chunk}
@@ -173,6 +174,16 @@ class DemoAgent:
             self._state(session.sid, "idle", stopReason="end_turn")
         else:
             self.rpc.respond(rid, {"stopReason": "end_turn"})
+
+    def _accept(self, rid: Any, session: Session, turn: int, text: str) -> None:
+        """v2: the prompt is accepted with the id of the user message it inserts (as a replay
+        of the session later names it), the message echoed live, then the turn runs."""
+        user_id = f"{session.sid}-u{turn}"
+        self.rpc.respond(rid, {"messageId": user_id})
+        content = [{"type": "text", "text": text}]
+        echo = {"sessionUpdate": "user_message", "messageId": user_id, "content": content}
+        self._send(Step(session.sid, echo))
+        self._state(session.sid, "running")
 
     def _load(self, rid: Any, params: dict[str, Any]) -> None:
         session = self._known(rid, params)

@@ -60,7 +60,7 @@ FAULTS: dict[str, Fault] = {
     "marker-unexpected": Fault(
         "a marker on session/new and on a resume without cursor", mock=False
     ),
-    "marker-with-rejection": Fault("the whole replay and its marker, then -32602"),
+    "marker-with-rejection": Fault("the marker without the replay, then -32602"),
     "live-before-marker": Fault("an available_commands_update before the replayed history"),
     "request-before-marker": Fault("a session/request_permission in the middle of the replay"),
     "child-marker-missing": Fault(
@@ -218,7 +218,9 @@ def _inject_error(w: Window, faults: FaultSet) -> bool:
     elif w.kind == REPLAY and "error-after-marker" in faults:
         error = (INTERNAL_ERROR, "internal error after the replay (injected)")
     elif w.kind == REPLAY and "marker-with-rejection" in faults:
-        error = (INVALID_PARAMS, "cursor rejected after the replay (injected)")
+        # only the marker: history before -32602 would break updates-with-rejection too
+        w.replay = [a for a in w.replay if _is_marker(a, w.session)]
+        error = (INVALID_PARAMS, "cursor rejected, yet marked as replayed (injected)")
     if error is None:
         return False
     w.tail, w.after, w.reply = [], [], replace(w.reply, error=error)

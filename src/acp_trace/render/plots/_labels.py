@@ -38,10 +38,16 @@ def settle_layout(ax: Axes) -> None:
 
 
 def row_labels(
-    ax: Axes, labels: list[RowLabel], y: float, y_mark: float, size: float | None = None
+    ax: Axes,
+    labels: list[RowLabel],
+    y: float,
+    y_mark: float,
+    size: float | None = None,
+    pad: float = PAD_PX,
 ) -> list[Annotation]:
-    """Draw `labels` centred at height `y` (data units), packed so they do not overlap and
-    stay inside the axes; a moved label gets a line to (x, y_mark). Call `settle_layout` first."""
+    """Draw `labels` centred at height `y` (data units), packed `pad` pixels apart so they do
+    not overlap and stay inside the axes; a moved label gets a line to (x, y_mark). Call
+    `settle_layout` first."""
     if not labels:
         return []
     fig = ax.get_figure(root=True)
@@ -63,7 +69,8 @@ def row_labels(
     wanted = [float(to_px((lab.x, y))[0]) for lab in labels]
     box = ax.get_window_extent(renderer)
     out = []
-    for lab, want, centre in zip(labels, wanted, pack(wanted, widths, box.x0, box.x1), strict=True):
+    centres = pack(wanted, widths, box.x0, box.x1, pad)
+    for lab, want, centre in zip(labels, wanted, centres, strict=True):
         moved = abs(centre - want) > MOVED_PX
         text = ax.annotate(
             lab.text,
@@ -79,17 +86,19 @@ def row_labels(
     return out
 
 
-def pack(wanted: list[float], widths: list[float], left: float, right: float) -> list[float]:
+def pack(
+    wanted: list[float], widths: list[float], left: float, right: float, pad: float = PAD_PX
+) -> list[float]:
     """Centres (pixels) for labels that want to be centred at `wanted`: in the same order,
-    `PAD_PX` apart, inside [left, right] when they fit."""
+    `pad` apart, inside [left, right] when they fit."""
     order = sorted(range(len(wanted)), key=lambda i: wanted[i])
     starts = [0.0] * len(wanted)
-    edge = left + PAD_PX
+    edge = left + pad
     for i in order:  # left to right: no overlap with the label before
         starts[i] = max(wanted[i] - widths[i] / 2, edge)
-        edge = starts[i] + widths[i] + PAD_PX
-    edge = right - PAD_PX
+        edge = starts[i] + widths[i] + pad
+    edge = right - pad
     for i in reversed(order):  # right to left: back inside the right edge
         starts[i] = min(starts[i], edge - widths[i])
-        edge = starts[i] - PAD_PX
+        edge = starts[i] - pad
     return [s + w / 2 for s, w in zip(starts, widths, strict=True)]

@@ -3,7 +3,9 @@
 One lane per session (the resumed session on top, announced children below it): a tick per
 history update, the replay_complete marker, live updates, the state_update snapshot, agent
 requests; the request at 0 ms and the response as vertical lines; the gap (marker to response,
-or last history update to response when there is no marker) annotated on each lane.
+or last history update to response when there is no marker) annotated on each lane. When the
+agent wrote to stderr during the window, a last lane shows those lines and the phases they
+name (replay_stderr.py), so the wait in the gap is explained by the agent's own words.
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ import polars as pl
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from acp_trace.analysis.replays import Facts, Window, outcome
+from acp_trace.analysis.replays import Facts, outcome
 from acp_trace.analysis.timeline import untimed_traces
+from acp_trace.render.plots import replay_stderr
 from acp_trace.render.plots._common import (
     TEXT_SIZE,
     add_note,
@@ -31,6 +34,7 @@ from acp_trace.render.plots._common import (
     title,
     untimed_note,
 )
+from acp_trace.render.plots._labels import settle_layout
 from acp_trace.render.plots.replay_window import (
     Lane,
     Pick,
@@ -38,6 +42,7 @@ from acp_trace.render.plots.replay_window import (
     choose_window,
     lanes_of,
     window_events,
+    window_stderr,
 )
 
 HEADING = "Replay timeline"
@@ -66,7 +71,8 @@ def replay_figure(
     w, candidates = choose_window(facts, tl, untimed, pick)
     if w is None:
         return empty_figure(HEADING, f"No replay to show{NOTHING}.", notes)
-    view = View(tl, w, lanes_of(w), window_events(tl, w), None)
+    stderr = window_stderr(tl, w)
+    view = View(tl, w, lanes_of(w, stderr.height), window_events(tl, w), None, stderr)
     view.end = view.at(w.end_row)
     zoom = view.zoom()
     fig, axes = new_figure(nrows=2 if zoom else 1)
@@ -84,6 +90,12 @@ def replay_figure(
             "choose another with --trace, --session or --request."
         )
     add_note(fig, notes)
+    if stderr.height:
+        settle_layout(axes[0])  # the phase labels are packed in pixels: the layout is final
+        for ax in axes:
+            for lane in view.lanes:
+                if lane.kind == replay_stderr.KIND:
+                    replay_stderr.add_labels(ax, view, lane)
     return fig
 
 
@@ -99,7 +111,7 @@ def _draw(ax: Axes, view: View, zoom_to: float | None) -> None:
     ax.set_xlim(-0.03 * right, right * 1.06)
     plain_ticks(ax)
     ax.set_ylim(min(lane.y for lane in view.lanes) - 0.6, 0.9)
-    names = [LANE_KINDS[lane.kind][0](view.w, lane) for lane in view.lanes]
+    names = [LANE_KINDS[lane.kind][0](view, lane) for lane in view.lanes]
     ax.set_yticks([lane.y for lane in view.lanes], names)
     ax.tick_params(axis="y", length=0)
     if zoom_to is None:
@@ -109,8 +121,8 @@ def _draw(ax: Axes, view: View, zoom_to: float | None) -> None:
         axis_labels(ax, "time since the request (ms)", "session", heading)
 
 
-def _session_name(w: Window, lane: Lane) -> str:
-    stats = w.sessions[lane.key]
+def _session_name(view: View, lane: Lane) -> str:
+    stats = view.w.sessions[lane.key]
     about = f"{stats.history_updates} history"
     if stats.parent is not None:
         about += f", child of {label(stats.parent, LANE_LABEL)}"
@@ -128,7 +140,8 @@ def _subtitle(view: View) -> str:
 
 
 def _draw_events(ax: Axes, view: View, legend: bool) -> None:
-    labelled: set[str] = set() if legend else set(STYLES)  # one legend entry per class
+    # one legend entry per class, from the first panel only
+    labelled: set[str] = set() if legend else {*STYLES, *replay_stderr.LEGEND}
     for lane in view.lanes:
         ax.axhline(lane.y, color="0.88", linewidth=1, zorder=0, gid=f"lane:{lane.key}")
         LANE_KINDS[lane.kind][1](ax, view, lane, labelled)
@@ -228,6 +241,7 @@ def _draw_gaps(ax: Axes, view: View) -> None:
 
 DrawLane = Callable[[Axes, View, Lane, set[str]], None]
 # Per kind of lane: its name on the y axis, and what draws it.
-LANE_KINDS: dict[str, tuple[Callable[[Window, Lane], str], DrawLane]] = {
+LANE_KINDS: dict[str, tuple[Callable[[View, Lane], str], DrawLane]] = {
     "session": (_session_name, _draw_session),
+    replay_stderr.KIND: (replay_stderr.lane_name, replay_stderr.draw),
 }

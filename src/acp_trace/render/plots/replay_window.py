@@ -9,6 +9,7 @@ from pathlib import Path
 
 import polars as pl
 
+from acp_trace.analysis.phases import stderr_between
 from acp_trace.analysis.replays import Facts, Window
 from acp_trace.errors import UsageError
 from acp_trace.jsonrpc import BLOCKING_AGENT_REQUESTS, id_key
@@ -149,8 +150,9 @@ def window_events(tl: pl.DataFrame, w: Window) -> pl.DataFrame:
 @dataclass(frozen=True)
 class Lane:
     """One row of the replay chart. Kind `session`: a session's updates and requests (`key`
-    is its id). Another kind of row (the agent's stderr phases, say) is a new kind here, its
-    rows added by `lanes_of`, and its name and drawer in `replay.LANE_KINDS`."""
+    is its id); kind `stderr`: the agent's stderr lines in the window and the phases they
+    name (replay_stderr.py). A new kind of row is a kind here, its rows added by `lanes_of`,
+    and its name and drawer in `replay.LANE_KINDS`."""
 
     kind: str
     key: str
@@ -166,6 +168,7 @@ class View:
     lanes: list[Lane]  # top to bottom
     events: pl.DataFrame
     end: float | None  # the response (or connection end), ms after the request
+    stderr: pl.DataFrame  # the agent's stderr lines in the window (window_stderr)
 
     def at(self, row: int | None) -> float | None:
         t_ms = self.tl["t_ms"]
@@ -186,12 +189,26 @@ class View:
         return None
 
 
-def lanes_of(w: Window) -> list[Lane]:
+def lanes_of(w: Window, stderr_lines: int = 0) -> list[Lane]:
     """The rows, top to bottom: the resumed session, then its children in order of
-    announcement."""
+    announcement, then (when the agent wrote any in the window) its stderr."""
     children = sorted(
         (s for s in w.sessions.values() if s.parent is not None),
         key=lambda s: s.announce_row or 0,
     )
     order = [w.session, *(c.session for c in children)]
-    return [Lane("session", name, -index) for index, name in enumerate(order)]
+    lanes = [Lane("session", name, -index) for index, name in enumerate(order)]
+    if stderr_lines:
+        lanes.append(Lane("stderr", "agent stderr", -len(order)))
+    return lanes
+
+
+def window_stderr(tl: pl.DataFrame, w: Window) -> pl.DataFrame:
+    """The agent's stderr lines after the request and before the response (or the end of the
+    trace), with the phases they name (`phases.stderr_between`), `t` in ms after the request;
+    lines without a time are left out (an ordering-only trace is never drawn)."""
+    lines = stderr_between(tl, w.trace, w.req_row, w.end_row)
+    start = tl["t_ms"][w.req_row]
+    return lines.filter(pl.col("t_ms").is_not_null()).with_columns(
+        (pl.col("t_ms") - start).alias("t")
+    )

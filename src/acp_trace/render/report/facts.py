@@ -1,5 +1,6 @@
 """The top of the report, the key facts: what was read, one sentence with the answer, and
-the agents table (gap p50, p90 and max first, then agent, version, gap source, outcomes)."""
+the agents table (gap p50, p90 and max first, then agent, version, gap source, the largest
+phase the agent's stderr names inside a gap, outcomes)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import numpy as np
 import polars as pl
 
 from acp_trace import __version__
+from acp_trace.analysis.phases import largest_phases
 from acp_trace.analysis.timeline import untimed_traces
 from acp_trace.render import plots
 from acp_trace.render.plots._common import ms, natural, plural
@@ -25,8 +27,9 @@ SOURCE_NAMES = {MARKER: "marker", FALLBACK: "last history (no marker)", NO_GAP: 
 
 
 def gap_rows(a: Analysis, skipped: pl.DataFrame) -> pl.DataFrame:
-    """Per agent version and gap source: replays, outcomes, traces, protocols and the gap's
-    p50, p90 (from `MIN_REPLAYS[90]` replays) and max; agents without replays too."""
+    """Per agent version and gap source: replays, outcomes, traces, protocols, the gap's
+    p50, p90 (from `MIN_REPLAYS[90]` replays) and max, and the largest phase inside a gap
+    (`phase`, null when none); agents without replays too."""
     replays = with_gap(a.replays, untimed_traces(a.timeline))
     replays = replays.with_columns(pl.col("source").fill_null(NO_GAP))
     out = []
@@ -67,7 +70,9 @@ def gap_rows(a: Analysis, skipped: pl.DataFrame) -> pl.DataFrame:
                 }
             )
     out.sort(key=lambda r: (natural(r["agent"]), natural(r["agent_version"]), r["source"]))
-    return pl.DataFrame(out, schema=GAP_SCHEMA)
+    table = pl.DataFrame(out, schema=GAP_SCHEMA)
+    keys = ["agent", "agent_version", "source"]
+    return table.join(largest_phase(a, replays), on=keys, how="left", nulls_equal=True)
 
 
 GAP_SCHEMA = {
@@ -75,6 +80,23 @@ GAP_SCHEMA = {
     "outcomes": pl.String, "traces": pl.Int64, "protocol": pl.String, "p50": pl.Float64,
     "p90": pl.Float64, "max": pl.Float64,
 }  # fmt: skip
+PHASE_SCHEMA = {
+    "agent": pl.String, "agent_version": pl.String, "source": pl.String, "phase": pl.String,
+}  # fmt: skip
+
+
+def largest_phase(a: Analysis, replays: pl.DataFrame) -> pl.DataFrame:
+    """Per agent version and gap source: the leaf phase with the most time inside one gap,
+    as "sdk-initialize 1,245 ms of 1,359 ms" (`phases.largest_phases`); no row when the
+    agent's stderr named none."""
+    phases = a.gap_phases
+    rows = []
+    for source in (MARKER, FALLBACK):
+        found = largest_phases(phases, replays.filter(pl.col("source") == source))
+        for r in found.iter_rows(named=True):
+            text = f"{r['phase']} {ms(r['in_gap_ms'])} of {ms(r['gap_ms'])}"
+            rows.append((r["agent"], r["agent_version"], source, text))
+    return pl.DataFrame(rows, schema=PHASE_SCHEMA, orient="row")
 
 
 def _quantile(values: np.ndarray[Any, Any], q: int) -> float | None:
@@ -101,26 +123,29 @@ def overview(ctx: Context) -> list[Block]:
             else ""
         )
         + "). Traces are named relative to the folder they share. Charts and tables name "
-        "agents, sessions, methods and timings only, never message contents."
+        "agents, sessions, methods, timings and the phases agents log to stderr only, never "
+        "message contents."
     )
     shown, more = capped(ctx, rows, ctx.limits.agents, "agent row")
     columns = ["gap p50 ms", "gap p90 ms", "gap max ms", "agent", "version", "gap from",
-               "replays", "outcomes", "traces", "protocol"]  # fmt: skip
+               "largest phase in the gap", "replays", "outcomes", "traces", "protocol"]  # fmt: skip
     table_rows = [
         [r["p50"], r["p90"], r["max"], r["agent"], r["agent_version"], SOURCE_NAMES[r["source"]],
-         r["replays"], r["outcomes"], r["traces"], r["protocol"]]
+         r["phase"], r["replays"], r["outcomes"], r["traces"], r["protocol"]]
         for r in shown.iter_rows(named=True)
     ]  # fmt: skip
     note = (
         "The gap: from the replay_complete marker to the response; without a marker, from the "
-        f'last replayed history update ("last history"). p90 from {MIN_REPLAYS[90]} replays on.'
+        f'last replayed history update ("last history"). p90 from {MIN_REPLAYS[90]} replays on. '
+        "Largest phase: of the phases the agent's stderr names inside a gap (a phase that holds "
+        "others left out), the one with the most time in it, and that gap; - when none."
     )
     return [
         Heading(1, TITLE),
         Paragraph(headline(ctx)),
         Paragraph(read),
         Heading(2, "Agents, outcomes and gaps"),
-        ctx.table(columns, table_rows, {0, 1, 2, 6, 8}),
+        ctx.table(columns, table_rows, {0, 1, 2, 7, 9}),
         *more,
         Paragraph(note),
         Image("gap.png", "Replay gap per agent version"),

@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 import polars as pl
 
+from acp_trace.analysis.phases import parse_phase
 from acp_trace.render.escape import terminal
 from acp_trace.render.report.tables import ms, plural, table, to_text
 
@@ -127,6 +128,7 @@ TIMELINE_LEGEND = (
     "-> client to agent   <- agent to client   !! agent stderr   ** tap event\n"
     "| inside a replay window, +-- its start and end, ^^ where a session's history ends\n"
     "[history] [live] [marker] [state]: update class; +N ms: latency; [ID]: session\n"
+    "[phase NAME N ms]: a phase the agent's stderr line names (docs/analysis.md)\n"
 )
 
 
@@ -149,7 +151,17 @@ def _what(r: dict[str, Any]) -> str:
     if kind == "event":
         return terminal(f"tap {r['event']} {r['text'] or ''}".rstrip())
     text = (r["text"] or "")[:100]
-    return f"{kind}: {terminal(repr(text))}"
+    return f"{kind}: {terminal(repr(text))}" + (_phase(r["text"]) if r["src"] == "stderr" else "")
+
+
+def _phase(text: str | None) -> str:
+    """` [phase NAME 1,327 ms]` when an stderr line names a phase (analysis/phases.py)."""
+    phase = parse_phase(text or "")
+    if phase is None:
+        return ""
+    took = phase.duration_ms
+    length = f"{took:,.0f}" if took == int(took) else f"{took:,.2f}".rstrip("0").rstrip(".")
+    return f" [phase {terminal(phase.name)} {length} ms]"
 
 
 def format_timeline(
@@ -160,10 +172,13 @@ def format_timeline(
     replays_only: bool = False,
 ) -> str:
     """The timeline for a person: a legend, then per trace a header line and one line per
-    record (time, direction, seq, what, session), replay windows and markers set off."""
+    record (time, direction, seq, what, session), replay windows and markers set off; an
+    stderr line that names a phase says which. `session` keeps that session's records and the
+    agent's stderr lines inside its replay windows (stderr names no session)."""
     rows = tl.filter(pl.col("kind") != "header")
     if session:
-        rows = rows.filter(pl.col("session") == session)
+        inside = _stderr_in_windows(rows, windows, session)
+        rows = rows.filter((pl.col("session") == session) | pl.col("row").is_in(inside))
     seq_width = max(3, len(str(rows["seq"].max() or 0)))
     head = f"{'t ms':>10}{'':7}{'seq':>{seq_width}}  message [session]\n"
     pad = " " * 12  # under the window bar
@@ -176,6 +191,22 @@ def format_timeline(
             out += [f"\n== {terminal(current)}\n", head]
         out += marks.lines(r, pad, seq_width, replays_only)
     return "".join(out)
+
+
+def _stderr_in_windows(rows: pl.DataFrame, windows: list[Any], session: str) -> list[int]:
+    """The rows of the stderr lines inside the replay windows that cover `session`."""
+    stderr = rows.filter(pl.col("src") == "stderr").select("trace", "row")
+    found: list[int] = []
+    if not stderr.height:
+        return found
+    for w in windows:
+        if not w.replaying or session not in w.sessions:
+            continue
+        end = w.end_row if w.end_row is not None else rows["row"].max()
+        found += stderr.filter(
+            pl.col("trace") == w.trace, pl.col("row") > w.req_row, pl.col("row") <= end
+        )["row"].to_list()
+    return found
 
 
 class _Marks:
