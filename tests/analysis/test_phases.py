@@ -8,7 +8,8 @@ import polars as pl
 import pytest
 
 import acp_trace
-from acp_trace.analysis.phases import Phase, largest_phases, parse_phase, printable
+from acp_trace.analysis.phase_patterns import Phase, parse_phase
+from acp_trace.analysis.phases import largest_phases, printable
 from testpaths import SAMPLES
 from tracebuilder import TraceBuilder
 

@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 import polars as pl
 
-from acp_trace.analysis.phases import parse_phase
+from acp_trace.analysis.phase_patterns import parse_phase
 from acp_trace.render.escape import terminal
 from acp_trace.render.report.tables import ms, plural, table, to_text
 
