@@ -38,7 +38,7 @@ def report(
     command = shlex.join(["acp-trace", *sys.argv[1:]])
     with step("writing the report (charts, report.md, report.html)"):
         files = write_report(a, output, command=command)
-    emit(f"wrote {files.markdown}, {files.html} and {len(files.charts)} charts\n")
+    emit(f"wrote {files.markdown}, {files.html}, {files.csv} and {len(files.charts)} charts\n")
 
 
 Kind = Literal["gap", "replay", "latency"]
