@@ -153,8 +153,12 @@ def dataset(
     return dict(summary)
 
 
-def _generator_stamp() -> float:
-    return (HERE / "gen_trace.py").stat().st_mtime
+def _generator_stamp() -> str:
+    """The generator's own content: the same script gives the same traces, whatever its
+    file's time (another worktree's copy reuses them)."""
+    import hashlib
+
+    return hashlib.sha256((HERE / "gen_trace.py").read_bytes()).hexdigest()[:16]
 
 
 def _run(argv: list[str]) -> str:

@@ -97,5 +97,5 @@ def test_help_lists_mock_beside_record() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "acp_trace", "--help"], capture_output=True, text=True, timeout=60
     )
-    commands = re.findall(r"^│ (\w[\w-]*) ", done.stdout, flags=re.M)
+    commands = re.findall(r"^  ([a-z][\w-]*) ", done.stdout, flags=re.M)
     assert commands[:2] == ["record", "mock"]

@@ -179,7 +179,7 @@ def latency(
 @app.command()
 def rules() -> None:
     """List the rule catalogue: id, severity and what breaks it."""
-    from acp_trace.analysis.checks import RULES
+    from acp_trace.analysis.checks import CATALOGUE  # data only: no polars to load
 
-    for r in RULES.values():
+    for r in CATALOGUE:
         typer.echo(f"{r.id:<30} {r.severity:<8} {r.side:<7} {r.summary}")

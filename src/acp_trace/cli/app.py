@@ -4,11 +4,13 @@ typer. What goes to the terminal goes through `acp_trace.cli.terminal`."""
 
 from __future__ import annotations
 
+import inspect
 import sys
 import traceback
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
+from typer.core import TyperGroup
 
 from acp_trace import __version__
 from acp_trace.errors import AcpTraceError
@@ -17,12 +19,56 @@ if TYPE_CHECKING:  # the heavy modules load only when a command needs them
     from acp_trace.analysis import Analysis
     from acp_trace.fleet import FleetResult
 
+
+class _Root(TyperGroup):
+    """The root command. Its help lists the commands in HELP_PANELS groups, each with the
+    first paragraph of its help, whole, in click's plain format (typer gives it with
+    `rich_markup_mode=None`: no rich to import, nothing in a help text read as markup).
+    Built by `command()`, it makes a command only when it is run or its help shown
+    (`infos`: the registered commands by name), so a start builds one, not sixteen."""
+
+    infos: dict[str, Any] = {}  # noqa: RUF012 - set per instance by command()
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(self.infos) or super().list_commands(ctx)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name not in self.commands and cmd_name in self.infos:
+            made = typer.main.get_command_from_info(
+                self.infos[cmd_name], pretty_exceptions_short=True, rich_markup_mode=None
+            )
+            self.commands[cmd_name] = prepared(made)
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        helps = {name: _help_of(info) for name, info in self.infos.items() if not info.hidden}
+        if not self.infos:
+            helps = {n: c.help or "" for n, c in self.commands.items() if not c.hidden}
+        wide = max(map(len, helps), default=0)  # one column for every group
+        for title, names in HELP_PANELS.items():
+            rows = [(name.ljust(wide), _summary(helps[name])) for name in names if name in helps]
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
+
+def _help_of(info: Any) -> str:
+    return str(info.help or inspect.getdoc(info.callback) or "")
+
+
+def _summary(text: str) -> str:
+    """The first paragraph of a help text, on one line."""
+    return " ".join(text.split("\n\n", 1)[0].split())
+
+
 app = typer.Typer(
     name="acp-trace",
+    cls=_Root,
     help="Record and analyze Agent Client Protocol (ACP) traffic.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
 
 # `--help` lists the commands in these groups, in the order a user meets them.
@@ -150,29 +196,79 @@ def exit_if_failed(tables: Analysis | FleetResult) -> None:
 
 
 def command() -> Any:
-    """The click command of the app, commands grouped for `--help` (HELP_PANELS) and flags
-    shown without a type."""
+    """The click command of the app: the root alone, whose commands are made when they are
+    run (`_Root`), grouped for `--help` (HELP_PANELS), flags shown without a type."""
     arrange_commands()
-    root = typer.main.get_command(app)
-    for cmd in [root, *getattr(root, "commands", {}).values()]:
-        help_option = cmd.get_help_option(typer.Context(cmd))
-        for param in [*cmd.params, *([help_option] if help_option else [])]:
-            if getattr(param, "is_flag", False):
-                param.metavar = ""  # typer would show `<bool>`
-    return root
+    shell = typer.Typer(
+        name=app.info.name,
+        cls=_Root,
+        help=app.info.help,
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+    )
+    shell.registered_callback = app.registered_callback
+    root = typer.main.get_command(shell)
+    assert isinstance(root, _Root)
+    root.infos = {_name_of(info): info for info in app.registered_commands}
+    return prepared(root)
+
+
+def prepared(cmd: Any) -> Any:
+    """A command whose flags show no type (typer would show `<bool>`) and are not coerced,
+    and whose options' `[default: ...]` are never broken across lines."""
+    help_option = cmd.get_help_option(typer.Context(cmd))
+    for param in [*cmd.params, *([help_option] if help_option else [])]:
+        if getattr(param, "is_flag", False):
+            param.metavar = ""
+            _plain_flag(param)
+        _whole_extra(param)
+    return cmd
+
+
+def _whole_extra(param: Any) -> None:
+    """The `[default: 3.0; x>=0.0]` after an option's help, joined by no-break spaces: the
+    help formatter wraps at spaces only, so the bracket stays on one line."""
+    record = param.get_help_record
+
+    def whole(ctx: Any) -> Any:
+        found = record(ctx)
+        if found is None:
+            return None
+        names, text = found
+        head, sep, extra = text.rpartition("  [")
+        if sep and extra.endswith("]"):
+            text = f"{head}  [{extra.replace(' ', NO_BREAK)}"
+        return names, text
+
+    param.get_help_record = whole
+
+
+NO_BREAK = "\N{NO-BREAK SPACE}"
+
+
+def _plain_flag(param: Any) -> None:
+    """A flag's value is a bool or nothing: typer's coercion of it (which builds a pydantic
+    adapter, 50 ms of imports, for a flag that was not given) is passed by."""
+    from typer._coercion import PassThroughRuntimeParam
+
+    descriptor = getattr(param, "type_descriptor", None)
+    if descriptor is not None and descriptor.annotation is bool:
+        param._runtime_param = PassThroughRuntimeParam(descriptor.parameter_info, bool)
 
 
 def arrange_commands() -> None:
     """Put the registered commands in HELP_PANELS order, each with its panel."""
     order = [name for names in HELP_PANELS.values() for name in names]
     panel = {name: title for title, names in HELP_PANELS.items() for name in names}
-
-    def name_of(info: Any) -> str:
-        return str(info.name or info.callback.__name__.replace("_", "-"))
-
-    app.registered_commands.sort(key=lambda info: order.index(name_of(info)))
+    app.registered_commands.sort(key=lambda info: order.index(_name_of(info)))
     for info in app.registered_commands:
-        info.rich_help_panel = panel[name_of(info)]
+        info.rich_help_panel = panel[_name_of(info)]
+
+
+def _name_of(info: Any) -> str:
+    return str(info.name or info.callback.__name__.replace("_", "-"))
 
 
 def main() -> None:
@@ -190,6 +286,8 @@ def main() -> None:
         message = usage_message(exc)
         if message is None:
             raise
+        if not message:  # no arguments at all: the help (its text is the error's)
+            typer.echo(exc.format_message())  # type: ignore[attr-defined]
         code = _fail(message, getattr(exc, "exit_code", 2))
     sys.exit(code if isinstance(code, int) else 0)
 

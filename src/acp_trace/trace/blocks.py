@@ -35,13 +35,16 @@ from acp_trace.trace.records import (
     FRAME_BYTES,
     INT64,
     MESSAGE,
+    NULL,
     RECORDS,
     TEXT,
     Error,
     Message,
     Params,
     Record,
+    Result,
     Update,
+    is_accepted,
     other_session,
 )
 from acp_trace.trace.records import fast_rows as _fast_rows
@@ -219,7 +222,19 @@ def _messages(
     ).select(COLUMNS)
 
 
-_FIELDS = ("kind", "id", "method", "session_id", "update_kind", "update_session", "error_code")
+_FIELDS = (
+    "kind",
+    "id",
+    "method",
+    "session_id",
+    "update_kind",
+    "update_session",
+    "error_code",
+    "has_message_id",
+    "state",
+    "stop_reason",
+    "accepted",
+)
 
 
 def _fields(msgs: list[Message]) -> dict[str, list[Any]]:
@@ -241,18 +256,43 @@ def _fields(msgs: list[Message]) -> dict[str, list[Any]]:
             sessions[i] = other_session(msgs[i])
     updates = [p.update if type(p) is Params else None for p in params]
     update = [x if isinstance(x, Update) else None for x in updates]
-    update_kinds = [None if x is None else x.sessionUpdate for x in update]
-    update_sessions = [None if x is None else x.sessionId for x in update]
     low, high = INT64
     codes = [m.error.code if type(m.error) is Error else None for m in msgs]
-    return {
+    columns: dict[str, list[Any]] = {
         "kind": kinds,
         "id": ids,
         "method": [m.method if type(m.method) is str else None for m in msgs],
         "session_id": [s if type(s) is str else None for s in sessions],
-        "update_kind": [k if type(k) is str else None for k in update_kinds],
-        "update_session": [s if type(s) is str else None for s in update_sessions],
         "error_code": [c if type(c) is int and low <= c <= high else None for c in codes],
+        **_update_columns(update, kinds, msgs),
+    }
+    return {name: columns[name] for name in _FIELDS}
+
+
+def _update_columns(
+    update: list[Update | None], kinds: list[str], msgs: list[Message]
+) -> dict[str, list[Any]]:
+    """The columns read from each message's `params.update` (None where it is no object)."""
+    stops = [None if x is None else x.stopReason for x in update]
+    for i, kind in enumerate(kinds):
+        if kind == "response" or kind == "error":
+            result = msgs[i].result
+            stops[i] = result.stopReason if type(result) is Result else None
+    null = NULL
+    return {
+        "update_kind": [
+            None if x is None or type(x.sessionUpdate) is not str else x.sessionUpdate
+            for x in update
+        ],
+        "update_session": [
+            None if x is None or type(x.sessionId) is not str else x.sessionId for x in update
+        ],
+        "has_message_id": [
+            None if x is None else bool(x.messageId) and x.messageId != null for x in update
+        ],
+        "state": [None if x is None or type(x.state) is not str else x.state for x in update],
+        "stop_reason": [s if type(s) is str else None for s in stops],
+        "accepted": [None if x is None else is_accepted(x) for x in update],
     }
 
 

@@ -18,6 +18,8 @@ from typing import Any
 import polars as pl
 
 from acp_trace.jsonrpc import (
+    ACCEPTANCE_META_KEY,
+    as_str,
     clean_text,
     id_key,
     is_message,
@@ -42,6 +44,10 @@ SCHEMA: dict[str, Any] = {
     "update_kind": pl.String,
     "update_session": pl.String,
     "error_code": pl.Int64,
+    "has_message_id": pl.Boolean,
+    "state": pl.String,
+    "stop_reason": pl.String,
+    "accepted": pl.Boolean,
     "bytes": pl.Int64,
     "truncated": pl.Boolean,
     "event": pl.String,
@@ -272,23 +278,22 @@ def _add_messages(rows: Rows, trace: str, number: int, rec: dict[str, Any], line
 
 def fields_of(msg: Any, text: str) -> tuple[Any, ...]:
     """The columns derived from one message (`text` is its JSON text as written), in COLUMNS
-    order: kind, id, method, session_id, update_kind, update_session, error_code."""
+    order: kind, id, method, session_id, update_kind, update_session, error_code,
+    has_message_id, state, stop_reason, accepted."""
     kind = message_kind(msg)
     if kind == "invalid":
-        return ("invalid", None, None, None, None, None, None)
+        return ("invalid", *(None,) * 10)
     method = msg.get("method")
     params = msg.get("params")
     error = msg.get("error")
     mid = _exact_id(msg, text) if "id" in msg else None
-    session = update_kind = update_session = error_code = None
+    session = error_code = None
+    update_fields: tuple[Any, ...] = (None,) * 6
     if isinstance(params, dict):
         session = params.get("sessionId")
         update = params.get("update")
         if isinstance(update, dict):
-            uk = update.get("sessionUpdate")
-            update_kind = uk if isinstance(uk, str) else None
-            child = update.get("sessionId")
-            update_session = child if isinstance(child, str) else None
+            update_fields = _update_fields(update)
     if session is None:
         result = msg.get("result")
         session = result.get("sessionId") if isinstance(result, dict) else None
@@ -298,11 +303,35 @@ def fields_of(msg: Any, text: str) -> tuple[Any, ...]:
         data = error.get("data")
         if session is None and isinstance(data, dict):
             session = data.get("sessionId")
+    if kind in ("response", "error"):
+        result = msg.get("result")
+        stop = as_str(result.get("stopReason")) if isinstance(result, dict) else None
+        update_fields = (*update_fields[:4], stop, update_fields[5])
     method = clean_text(method) if isinstance(method, str) else None
     session = clean_text(session) if isinstance(session, str) else None
-    update_kind = None if update_kind is None else clean_text(update_kind)
-    update_session = None if update_session is None else clean_text(update_session)
-    return (kind, mid, method, session, update_kind, update_session, error_code)
+    return (kind, mid, method, session, *update_fields[:2], error_code, *update_fields[2:])
+
+
+def _update_fields(update: dict[str, Any]) -> tuple[Any, ...]:
+    """Of a session/update's `update`: update_kind, update_session, has_message_id, state,
+    stop_reason, accepted."""
+    uk, child = update.get("sessionUpdate"), update.get("sessionId")
+    return (
+        clean_text(uk) if isinstance(uk, str) else None,
+        clean_text(child) if isinstance(child, str) else None,
+        update.get("messageId") is not None,
+        as_str(update.get("state")),
+        as_str(update.get("stopReason")),
+        accepted(update),
+    )
+
+
+def accepted(update: dict[str, Any]) -> bool:
+    """The session-materialization `accepted` signal of claude-agent-acp (protocol-notes.md):
+    `_meta["executablemd.session-materialization/v1"].state` is `accepted`."""
+    meta = update.get("_meta")
+    value = meta.get(ACCEPTANCE_META_KEY) if isinstance(meta, dict) else None
+    return isinstance(value, dict) and value.get("state") == "accepted"
 
 
 def _exact_id(msg: dict[str, Any], text: str) -> str:

@@ -10,12 +10,14 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import UNSET, Raw, Struct, UnsetType
 
-from acp_trace.jsonrpc import id_key
+from acp_trace.jsonrpc import ACCEPTANCE_META_KEY, id_key
 from acp_trace.trace.lines import Rows, parse_line
 
 Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 Scalar = str | int | float | bool | None
 Array = list[Raw]  # read no further: the analyzer needs nothing inside
+Object = dict[str, Raw]
+Value = Scalar | Array | Object  # any JSON value; only a string is taken
 _EMPTY = Raw(b"")
 # The recorder's record is `{"seq":` N `,"t_ns":` N `,"src":"` S `","msg":` V `}`: 32 bytes
 # besides its values (33 with `text`).
@@ -30,9 +32,21 @@ class Record(Struct, forbid_unknown_fields=True, gc=False):
     text: Raw = _EMPTY
 
 
+class Acceptance(Struct, gc=False):
+    state: Value = None
+
+
+class Meta(Struct, gc=False):
+    acceptance: Acceptance | Array | Scalar = msgspec.field(default=None, name=ACCEPTANCE_META_KEY)
+
+
 class Update(Struct, gc=False):
     sessionUpdate: Scalar = None
     sessionId: Scalar = None
+    messageId: Raw = _EMPTY  # only whether it is there (and not null)
+    state: Value = None
+    stopReason: Value = None
+    meta: Meta | Array | Scalar = msgspec.field(default=None, name="_meta")
 
 
 class Params(Struct, gc=False):
@@ -42,6 +56,7 @@ class Params(Struct, gc=False):
 
 class Result(Struct, gc=False):
     sessionId: Scalar = None
+    stopReason: Value = None
 
 
 class Data(Struct, gc=False):
@@ -109,17 +124,19 @@ def _row(rec: Record, line: bytes, trace: str, number: int) -> tuple[Any, ...] |
         value = TEXT.decode(text)
     except FAILURES:
         return None
-    empty = (None,) * 6
-    return (*head, "text", *empty, len(value.encode()), False, None, None, value)
+    return (*head, "text", *NO_FIELDS, len(value.encode()), False, None, None, value)
+
+
+NO_FIELDS = (None,) * 10  # the message columns of a row that is no message
 
 
 def message_fields(m: Message) -> tuple[Any, ...]:
     """The columns of one message, as `_fields` derives them for many (and `lines.fields_of`
     from a parsed message): kind, id, method, session_id, update_kind, update_session,
-    error_code."""
+    error_code, has_message_id, state, stop_reason, accepted."""
     u = UNSET
     if m.jsonrpc != "2.0" or (m.id is u and m.method is u):
-        return ("invalid", None, None, None, None, None, None)
+        return ("invalid", *NO_FIELDS)
     if m.method is not u:
         kind = "request" if m.id is not u else "notification"
     else:
@@ -130,10 +147,16 @@ def message_fields(m: Message) -> tuple[Any, ...]:
     if session is None:
         session = other_session(m)
     update = params.update if type(params) is Params else None
-    kind_of = session_of = None
+    kind_of = session_of = has_id = state = stop = accepted = None
     if isinstance(update, Update):
         kind_of = update.sessionUpdate if type(update.sessionUpdate) is str else None
         session_of = update.sessionId if type(update.sessionId) is str else None
+        has_id = bool(update.messageId) and update.messageId != NULL
+        state = update.state if type(update.state) is str else None
+        stop = update.stopReason
+        accepted = is_accepted(update)
+    if kind in ("response", "error"):
+        stop = m.result.stopReason if type(m.result) is Result else None
     code = m.error.code if type(m.error) is Error else None
     low, high = INT64
     return (
@@ -144,7 +167,21 @@ def message_fields(m: Message) -> tuple[Any, ...]:
         kind_of,
         session_of,
         code if type(code) is int and low <= code <= high else None,
+        has_id,
+        state,
+        stop if type(stop) is str else None,
+        accepted,
     )
+
+
+NULL = Raw(b"null")
+
+
+def is_accepted(update: Update) -> bool:
+    """The update's `_meta` holds claude-agent-acp's acceptance signal (`lines.accepted`)."""
+    meta = update.meta
+    signal = meta.acceptance if type(meta) is Meta else None
+    return type(signal) is Acceptance and signal.state == "accepted"
 
 
 def other_session(m: Message) -> Any:

@@ -10,13 +10,13 @@ from typing import Any
 import orjson
 import polars as pl
 
+from acp_trace.analysis.checks.catalogue import ENTRIES, SEVERITIES, SIDES, Entry
 from acp_trace.analysis.latency import TurnFacts
 from acp_trace.analysis.replays import Facts, Window
 from acp_trace.analysis.schema import SchemaFacts, validate_timeline
 
-SEVERITIES = ("error", "warning", "info")
-# Who a finding blames: the agent, the client, or both (a fact about the exchange itself).
-SIDES = ("agent", "client", "both")
+__all__ = ["SEVERITIES", "SIDES"]  # defined in the catalogue, named here too
+
 FINDING_SCHEMA: dict[str, Any] = {
     "rule": pl.String,
     "severity": pl.String,
@@ -107,8 +107,10 @@ ADJUSTERS: list[Callable[[Context, list[Finding]], list[Finding]]] = []
 
 
 def rule(rule_id: str, severity: str, summary: str, side: str = "agent") -> Callable[..., Any]:
-    """Register a check function under a rule id."""
-    assert side in SIDES, side
+    """Register a check function under a rule id; its entry must be the catalogue's."""
+    entry = Entry(rule_id, severity, side, summary)
+    if ENTRIES.get(rule_id) != entry:
+        raise RuntimeError(f"rule {entry} is not the catalogue's (checks/catalogue.py)")
 
     def register(
         fn: Callable[[Context], Iterator[Finding]],

@@ -124,14 +124,8 @@ class _Pass:
                 self.after_load[w.session] = (w.index, [])
 
     def _activate_new(self, r: dict[str, Any]) -> None:
-        if r["kind"] == "response" and r["session"] and self._request_method(r) in NEW_METHODS:
+        if r["kind"] == "response" and r["session"] and r["request_method"] in NEW_METHODS:
             self.active.setdefault(r["session"], r["row"])
-
-    def _request_method(self, r: dict[str, Any]) -> str | None:
-        peer = r["peer_row"]
-        if peer is None:
-            return None
-        return str(loads(self.msgs[peer]).get("method"))
 
     def _event(self, r: dict[str, Any]) -> None:
         detail = loads(r["text"]) if r["text"] else {}
@@ -165,7 +159,7 @@ class _Pass:
                 _count(w, stats, r)
 
     def _history(self, r: dict[str, Any]) -> None:
-        """A run of plain history updates on one session (see `_pass_rows`): what `_update`
+        """A run of plain history updates on one session (see `pass_rows`): what `_update`
         does for each of them, at once."""
         session = r["session"]
         if session in self.after_load:
