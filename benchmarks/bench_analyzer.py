@@ -1,33 +1,35 @@
-"""Analyzer benchmark: `replays` plus `check` end to end against a parse-only pass and a plain
-Python loop, peak memory, growth from --mb to --large-mb, many small files against one.
+"""Analyzer benchmark: the CLI and the library end to end against an orjson parse-only loop,
+on one core and on two, peak memory, growth from --mb to --large-mb and --huge-mb, many small
+files against one, the CLI's own start.
 
-    .venv/bin/python benchmarks/bench_analyzer.py                     # 100 MB and 1 GB
-    .venv/bin/python benchmarks/bench_analyzer.py --large-mb 0 --reps 5   # 100 MB only
+    .venv/bin/python benchmarks/bench_analyzer.py                 # 100 MB, 1 GB and 2 GB
+    .venv/bin/python benchmarks/bench_analyzer.py --large-mb 0 --huge-mb 0 --reps 5  # 100 MB
 
 The traces are generated once (gen_trace.py) into --work (default: a directory under the
 system's temp dir, outside the repository) and reused while their parameters stay the same.
 Every variant runs in a child process of its own, the rounds interleaved; a child times its
-work after its imports, and its peak RSS comes from wait4. Variants:
+work after its imports (the CLI variants time the whole process), and its peak RSS comes
+from wait4. "One core" pins the child with `taskset -c 0` and POLARS_MAX_THREADS=1; "two
+cores" reads with `workers=2` (`--workers 2`). Variants:
 
-- analyze: `a = acp_trace.analyze(paths); a.replays; a.findings()`;
-- ndjson: `polars.read_ndjson` of every line with the envelope's schema (seq, t_ns, src);
-- orjson: `orjson.loads` of every line in a Python loop that does nothing else;
-- plain: plain_replays.py, the json module and dicts (the same outcome logic, simplest form);
-- ndjson-fields: `polars.read_ndjson` with a schema that also takes the message fields the
-  analyzer needs (method, id, sessions, update kind, messageId, error code): what a native
-  reader would pay at least (reference, no target);
-- fields: `orjson.loads` of every line plus taking the fields the analyzer needs (method, id,
-  sessions, update kind) into row tuples, nothing else: the floor of any reader that parses
-  line by line in Python, as acp_trace's does (shown for reference, no target).
+- orjson: `orjson.loads` of every line in a Python loop that does nothing else (the
+  parse-only reference of the targets);
+- cli-replays, cli-check: `acp-trace replays -f json` and `acp-trace check -f json`, the
+  whole process (interpreter, imports, output), on one core;
+- analyze-1, analyze-2: `a = acp_trace.analyze(paths); a.replays; a.findings()` on one core
+  and on two, with the time of each stage (read, timeline, replay pass, turns, checks);
+- read-1, read-2: `read_trace(paths)` alone, on one core and on two;
+- ndjson: `polars.read_ndjson` of every line with the envelope's schema (reference);
+- plain: plain_replays.py, the json module and dicts (the same outcome logic, simplest form).
 
-Parse-only is the faster of ndjson and orjson. Prints the figures against the targets of
-docs/performance.md (never asserts them).
+Prints the figures against the targets of docs/performance.md (never asserts them).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -55,26 +57,40 @@ def trace_files(paths: list[str]) -> list[str]:
 
 def child(variant: str, paths: list[str]) -> dict[str, Any]:
     """Run one variant (imports first, then the timed work); what it found, for cross-checks."""
+    if variant.startswith("cli-"):
+        return cli_child(variant.removeprefix("cli-"), paths)
     files = trace_files(paths)
     import orjson
     import plain_replays
     import polars as pl
 
     import acp_trace
+    from acp_trace.trace.reader import read_trace
 
-    start = time.perf_counter()
+    workers = 2 if variant.endswith("-2") else 1
+    start, cpu = time.perf_counter(), time.process_time()
     out: dict[str, Any] = {}
-    if variant == "analyze":
-        a = acp_trace.analyze(paths)
+    if variant.startswith("analyze"):
+        extra = {} if variant == "analyze-base" else {"workers": workers}
+        a = acp_trace.analyze(paths, **extra)  # reads the traces
+        out["stages"] = stages = {"read": time.perf_counter() - start}
+        for stage, run in (
+            ("timeline", lambda: a.timeline),
+            ("replay pass", lambda: (a.facts, a.replays)),
+            ("turns", lambda: a.turn_facts),
+            ("checks", lambda: a.findings()),
+        ):
+            began = time.perf_counter()
+            run()
+            stages[stage] = time.perf_counter() - began
         table = a.replays
         out["findings"] = a.findings().height
         out["outcomes"] = dict(Counter(table["outcome"].to_list()))
         out["history_updates"] = int(table["history_updates"].sum())
+    elif variant.startswith("read"):
+        out["rows"] = read_trace(paths, workers=workers).height
     elif variant == "ndjson":
         schema = {k: getattr(pl, v) for k, v in ENVELOPE.items()}
-        out["rows"] = sum(pl.read_ndjson(f, schema=schema).height for f in files)
-    elif variant == "ndjson-fields":
-        schema = native_fields_schema()
         out["rows"] = sum(pl.read_ndjson(f, schema=schema).height for f in files)
     elif variant == "orjson":
         rows = 0
@@ -84,8 +100,6 @@ def child(variant: str, paths: list[str]) -> dict[str, Any]:
                     orjson.loads(line)
                     rows += 1
         out["rows"] = rows
-    elif variant == "fields":
-        out["rows"] = sum(len(fields_floor(f)) for f in files)
     elif variant == "plain":
         found = list(plain_replays.replays(files))
         out["outcomes"] = dict(Counter(r["outcome"] for r in found))
@@ -93,58 +107,27 @@ def child(variant: str, paths: list[str]) -> dict[str, Any]:
     else:
         raise SystemExit(f"unknown variant {variant}")
     out["seconds"] = time.perf_counter() - start
+    out["cpu"] = time.process_time() - cpu  # this process's CPU (not its workers')
     return out
 
 
-def native_fields_schema() -> dict[str, Any]:
-    """The envelope plus the message fields the analyzer reads, as a polars schema."""
-    import polars as pl
+def cli_child(command: str, paths: list[str]) -> dict[str, Any]:
+    """Time one CLI command as a process of its own (its output goes to /dev/null)."""
+    import subprocess
 
-    def struct(**fields: Any) -> Any:
-        return pl.Struct(fields)
-
-    update = struct(sessionUpdate=pl.String, sessionId=pl.String, messageId=pl.String)
-    msg = struct(
-        jsonrpc=pl.String,
-        id=pl.String,
-        method=pl.String,
-        params=struct(sessionId=pl.String, update=update),
-        result=struct(sessionId=pl.String),
-        error=struct(code=pl.Int64, data=struct(sessionId=pl.String)),
-    )
-    return {"seq": pl.Int64, "t_ns": pl.Int64, "src": pl.String, "msg": msg}
-
-
-def fields_floor(path: str) -> list[tuple[Any, ...]]:
-    """Parse each line and keep the fields the analyzer needs: the per-line Python floor."""
-    import orjson
-
-    rows: list[tuple[Any, ...]] = []
-    with open(path, "rb") as handle:
-        for number, line in enumerate(handle, 1):
-            rec = orjson.loads(line)
-            msg = rec.get("msg")
-            if type(msg) is not dict:
-                rows.append((number, rec.get("seq"), rec.get("t_ns"), rec.get("src")))
-                continue
-            params = msg.get("params")
-            params = params if type(params) is dict else {}
-            update = params.get("update")
-            update = update if type(update) is dict else {}
-            rows.append(
-                (
-                    number,
-                    rec.get("seq"),
-                    rec.get("t_ns"),
-                    rec.get("src"),
-                    msg.get("method"),
-                    msg.get("id"),
-                    params.get("sessionId"),
-                    update.get("sessionUpdate"),
-                    line,
-                )
-            )
-    return rows
+    argv = [sys.executable, "-m", "acp_trace", command, "-f", "json", "--workers", "1", *paths]
+    start = time.perf_counter()
+    with open(os.devnull, "wb") as sink:
+        proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.PIPE)
+        assert proc.stderr is not None
+        err = proc.stderr.read()
+        _pid, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    cpu = usage.ru_utime + usage.ru_stime
+    code = os.waitstatus_to_exitcode(status)
+    if code not in (0, 1):  # check exits 1 when it finds an error
+        raise SystemExit(f"{' '.join(argv)}: exit {code}: {err.decode(errors='replace')[-2000:]}")
+    return {"seconds": seconds, "cpu": cpu, "grandchild_rss_mb": usage.ru_maxrss / 1024}
 
 
 # ---------------------------------------------------------------- the data
@@ -170,8 +153,12 @@ def dataset(
     return dict(summary)
 
 
-def _generator_stamp() -> float:
-    return (HERE / "gen_trace.py").stat().st_mtime
+def _generator_stamp() -> str:
+    """The generator's own content: the same script gives the same traces, whatever its
+    file's time (another worktree's copy reuses them)."""
+    import hashlib
+
+    return hashlib.sha256((HERE / "gen_trace.py").read_bytes()).hexdigest()[:16]
 
 
 def _run(argv: list[str]) -> str:
@@ -182,22 +169,34 @@ def _run(argv: list[str]) -> str:
 
 # ---------------------------------------------------------------- the parent side
 
+ONE_CORE = ("orjson", "cli-replays", "cli-check", "analyze-1", "read-1", "plain", "baseline")
+
 
 def measure(
     specs: dict[str, tuple[str, str]], reps: int, baseline: Path | None
 ) -> dict[str, list[ChildRun]]:
     """Run every (variant, path) spec `reps` times, rounds interleaved; runs by spec label.
-    The `baseline` variant is `analyze` with acp_trace imported from another source tree."""
+    The `baseline` variant is analyze-1 with acp_trace imported from another source tree."""
     runs: dict[str, list[ChildRun]] = {label: [] for label in specs}
+    if reps < 1:
+        return runs
     for rep, label in rounds(list(specs), reps):
         variant, path = specs[label]
-        env = {"PYTHONPATH": str(baseline)} if variant == "baseline" and baseline else None
-        child_variant = "analyze" if variant == "baseline" else variant
+        env: dict[str, str] = {}
+        if variant == "baseline" and baseline:
+            env["PYTHONPATH"] = str(baseline)
+        child_variant = "analyze-base" if variant == "baseline" else variant
         argv = [python(), str(Path(__file__).resolve()), "--child", child_variant, path]
-        run = run_child(argv, env)
+        if variant in ONE_CORE:
+            argv = ["taskset", "-c", "0", *argv]
+            env["POLARS_MAX_THREADS"] = "1"
+        run = run_child(argv, env or None)
+        if "grandchild_rss_mb" in run.out:  # the CLI process's own peak
+            run.maxrss_mb = max(run.maxrss_mb, run.out["grandchild_rss_mb"])
         runs[label].append(run)
         print(
-            f"  round {rep + 1}: {label:<16} {run.out['seconds']:8.3f} s  peak {run.maxrss_mb:7.0f} MB",
+            f"  round {rep + 1}: {label:<22} {run.out['seconds']:8.3f} s  cpu {run.out['cpu']:8.3f} s"
+            f"  peak {run.maxrss_mb:7.0f} MB",
             flush=True,
         )
     return runs
@@ -207,68 +206,86 @@ def secs(runs: list[ChildRun]) -> float:
     return median([r.out["seconds"] for r in runs])
 
 
+def cpu(runs: list[ChildRun]) -> float:
+    """CPU seconds (less sensitive than wall time to the other loads of a shared machine)."""
+    return median([r.out["cpu"] for r in runs])
+
+
 def peak(runs: list[ChildRun]) -> float:
     return max(r.maxrss_mb for r in runs)
 
 
 def size_figures(tag: str, runs: dict[str, list[ChildRun]], data: dict[str, Any]) -> list[Figure]:
-    """End to end against parse-only and plain, and peak memory, at one size."""
-    e2e = secs(runs[f"analyze@{tag}"])
-    ndjson, orj = secs(runs[f"ndjson@{tag}"]), secs(runs[f"orjson@{tag}"])
-    parse = min(ndjson, orj)
-    plain = secs(runs[f"plain@{tag}"])
-    floor = secs(runs[f"fields@{tag}"])
-    native = secs(runs[f"ndjson-fields@{tag}"])
+    """At one size: the CLI and the library against parse-only, 2 cores against 1, memory."""
     mb = data["bytes"] / 1e6
-    mem = peak(runs[f"analyze@{tag}"]) * 1024 * 1024 / data["bytes"]
     what = f"{mb:.3g} MB"
-    return [
-        Figure(f"{what}: analyze s", e2e, "-", None, " s", f"{mb / e2e:.0f} MB/s"),
+    orj = secs(runs[f"orjson@{tag}"])
+    figures = []
+    orj_cpu = cpu(runs[f"orjson@{tag}"])
+    for command in ("replays", "check"):
+        cli = secs(runs[f"cli-{command}@{tag}"])
+        cli_cpu = cpu(runs[f"cli-{command}@{tag}"])
+        figures.append(
+            Figure(
+                f"{what}: cli {command} / orjson loop (1 core)",
+                cli / orj,
+                "<= 2",
+                cli / orj <= 2,
+                "x",
+                f"{cli:.2f} s / {orj:.2f} s, the CLI's whole process; in CPU time "
+                f"{cli_cpu:.2f} s / {orj_cpu:.2f} s = {cli_cpu / orj_cpu:.2f}x",
+            )
+        )
+    one, two = secs(runs[f"analyze-1@{tag}"]), secs(runs[f"analyze-2@{tag}"])
+    stages = runs[f"analyze-1@{tag}"][0].out["stages"]
+    shares = ", ".join(f"{k} {v:.2f} s" for k, v in stages.items())
+    figures += [
+        Figure(f"{what}: analyze / orjson loop (1 core)", one / orj, "-", None, "x", shares),
         Figure(
-            f"{what}: parse-only s",
-            parse,
-            "-",
-            None,
-            " s",
-            f"ndjson {ndjson:.2f} s, orjson loop {orj:.2f} s",
-        ),
-        Figure(f"{what}: plain loop s", plain, "-", None, " s"),
-        Figure(
-            f"{what}: analyze / fields floor", e2e / floor, "-", None, "x", f"floor {floor:.2f} s"
-        ),
-        Figure(
-            f"{what}: native fields / parse-only",
-            native / parse,
-            "-",
-            None,
+            f"{what}: analyze 1 core / 2 cores",
+            one / two,
+            ">= 1.7",
+            one / two >= 1.7,
             "x",
-            f"read_ndjson with the message fields {native:.2f} s",
-        ),
-        Figure(f"{what}: analyze / parse-only", e2e / parse, "<= 2", e2e / parse <= 2, "x"),
-        Figure(
-            f"{what}: plain / analyze",
-            plain / e2e,
-            ">= 5",
-            plain / e2e >= 5,
-            "x",
-            f"bound: plain / parse-only = {plain / parse:.2f}x",
-        ),
-        Figure(
-            f"{what}: peak RSS / file size",
-            mem,
-            "<= 2",
-            mem <= 2,
-            "x",
-            f"{peak(runs[f'analyze@{tag}']):.0f} MB",
+            f"{one:.2f} s / {two:.2f} s",
         ),
     ]
+    read1, read2 = secs(runs[f"read-1@{tag}"]), secs(runs[f"read-2@{tag}"])
+    read_cpu = cpu(runs[f"read-1@{tag}"])
+    figures.append(
+        Figure(
+            f"{what}: read 1 core / 2 cores",
+            read1 / read2,
+            "-",
+            None,
+            "x",
+            f"{read1:.2f} s / {read2:.2f} s; read alone / orjson loop {read1 / orj:.2f}x "
+            f"(CPU {read_cpu / orj_cpu:.2f}x)",
+        )
+    )
+    limit = 2 * mb + (100 if mb < 500 else 0)
+    for label in (f"analyze-1@{tag}", f"analyze-2@{tag}"):
+        used = peak(runs[label])
+        target = f"<= {limit:.0f} MB"
+        note = f"{used / mb:.2f}x the file"
+        figures.append(
+            Figure(f"{what}: peak RSS MB, {label}", used, target, used <= limit, "", note)
+        )
+    if f"plain@{tag}" in runs:
+        plain = secs(runs[f"plain@{tag}"])
+        ndjson = secs(runs[f"ndjson@{tag}"])
+        note = f"plain loop {plain:.2f} s, read_ndjson of the envelope {ndjson:.2f} s"
+        figures.append(Figure(f"{what}: plain loop / analyze", plain / one, "-", None, "x", note))
+    return figures
 
 
 def baseline_figures(runs: dict[str, list[ChildRun]], datasets: dict[str, Any]) -> list[Figure]:
     """Per dataset, how much faster and leaner this analyzer is than the baseline's."""
     figures = []
     for tag in datasets:
-        before, after = runs[f"baseline@{tag}"], runs[f"analyze@{tag}"]
+        if f"baseline@{tag}" not in runs:
+            continue
+        before, after = runs[f"baseline@{tag}"], runs[f"analyze-1@{tag}"]
         note = (
             f"baseline {secs(before):.2f} s, peak {peak(before):.0f} MB; "
             f"now {secs(after):.2f} s, peak {peak(after):.0f} MB"
@@ -285,17 +302,46 @@ def check_agreement(runs: dict[str, list[ChildRun]], datasets: dict[str, dict[st
     """The analyzer and the plain loop find the generator's outcomes, or the figures mean nothing."""
     for tag, data in datasets.items():
         expected = {k: v for k, v in data["replays"].items() if v}
-        for label in (f"analyze@{tag}", f"plain@{tag}"):
+        for label in (f"analyze-1@{tag}", f"analyze-2@{tag}", f"plain@{tag}"):
             if label in runs and runs[label][0].out["outcomes"] != expected:
                 raise SystemExit(
                     f"{label}: outcomes {runs[label][0].out['outcomes']} != {expected}"
                 )
         if f"plain@{tag}" in runs:
-            a, p = runs[f"analyze@{tag}"][0].out, runs[f"plain@{tag}"][0].out
+            a, p = runs[f"analyze-1@{tag}"][0].out, runs[f"plain@{tag}"][0].out
             if a["history_updates"] != p["history_updates"]:
                 raise SystemExit(
                     f"{tag}: history_updates differ: {a['history_updates']} != {p['history_updates']}"
                 )
+
+
+def startup_figures(reps: int) -> list[Figure]:
+    """`acp-trace --help` and `acp-trace rules`: the process's time less the interpreter's."""
+    import subprocess
+
+    def wall(argv: list[str]) -> float:
+        times = []
+        for _ in range(reps):
+            began = time.perf_counter()
+            subprocess.run(argv, check=True, capture_output=True)
+            times.append(time.perf_counter() - began)
+        return median(times)
+
+    bare = wall([python(), "-c", "pass"])
+    figures = []
+    for args in (["--help"], ["rules"]):
+        own = wall([python(), "-m", "acp_trace", *args]) - bare
+        figures.append(
+            Figure(
+                f"cli {' '.join(args)}: own time ms",
+                own * 1000,
+                "< 100",
+                own < 0.1,
+                "",
+                f"interpreter alone {bare * 1000:.0f} ms",
+            )
+        )
+    return figures
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -305,6 +351,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mb", type=float, default=100.0, help="the base size (default 100)")
     parser.add_argument(
         "--large-mb", type=float, default=1000.0, help="the large size, 0 skips it (default 1000)"
+    )
+    parser.add_argument(
+        "--huge-mb", type=float, default=2000.0, help="the huge size, 0 skips it (default 2000)"
     )
     parser.add_argument(
         "--files",
@@ -318,7 +367,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--files-history", type=int, default=10, help="per resume in the small files (default 10)"
     )
-    parser.add_argument("--reps", type=int, default=3, help="rounds (default 3)")
+    parser.add_argument("--reps", type=int, default=3, help="rounds at --mb (default 3)")
+    parser.add_argument(
+        "--large-reps", type=int, default=2, help="rounds at the larger sizes (default 2)"
+    )
     parser.add_argument(
         "--work", type=Path, default=Path(tempfile.gettempdir()) / "acp-trace-bench"
     )
@@ -338,10 +390,10 @@ def main(argv: list[str] | None = None) -> int:
     datasets = {
         "base": dataset(args.work, f"one-{args.mb:g}mb-h{args.history}", args.mb, 1, args.history)
     }
-    if args.large_mb:
-        datasets["large"] = dataset(
-            args.work, f"one-{args.large_mb:g}mb-h{args.history}", args.large_mb, 1, args.history
-        )
+    for tag, size in (("large", args.large_mb), ("huge", args.huge_mb)):
+        if size:
+            name = f"one-{size:g}mb-h{args.history}"
+            datasets[tag] = dataset(args.work, name, size, 1, args.history)
     if args.files:
         datasets["many"] = dataset(
             args.work,
@@ -361,33 +413,61 @@ def main(argv: list[str] | None = None) -> int:
             1,
         )
     specs: dict[str, tuple[str, str]] = {}
-    for tag in ("base", "large"):
+    sized = ("orjson", "cli-replays", "cli-check", "analyze-1", "analyze-2", "read-1", "read-2")
+    for tag in ("base", "large", "huge"):
         if tag in datasets:
-            for variant in ("analyze", "ndjson", "orjson", "plain", "fields", "ndjson-fields"):
+            for variant in (*sized, "plain", "ndjson") if tag == "base" else sized:
                 specs[f"{variant}@{tag}"] = (variant, datasets[tag]["path"])
     for tag in ("many", "one"):
         if tag in datasets:
-            specs[f"analyze@{tag}"] = ("analyze", datasets[tag]["path"])
+            for variant in ("analyze-1", "analyze-2") if tag == "many" else ("analyze-1",):
+                specs[f"{variant}@{tag}"] = (variant, datasets[tag]["path"])
     if args.baseline:
         for tag, data in datasets.items():
-            specs[f"baseline@{tag}"] = ("baseline", data["path"])
-    runs = measure(specs, args.reps, args.baseline)
+            if tag != "huge":
+                specs[f"baseline@{tag}"] = ("baseline", data["path"])
+    small = {k: v for k, v in specs.items() if k.split("@")[1] in ("base", "many", "one")}
+    runs = measure(small, args.reps, args.baseline)
+    big = {k: v for k, v in specs.items() if k not in small}
+    runs.update(measure(big, args.large_reps, args.baseline))
     check_agreement(runs, {t: d for t, d in datasets.items()})
-    figures = size_figures("base", runs, datasets["base"])
-    if "large" in datasets:
-        figures += size_figures("large", runs, datasets["large"])
-        base = secs(runs["analyze@base"]) / datasets["base"]["bytes"]
-        large = secs(runs["analyze@large"]) / datasets["large"]["bytes"]
-        figures.append(
-            Figure("per-MB time, large / base", large / base, "<= 1.3", large / base <= 1.3, "x")
-        )
+    figures = []
+    for tag in ("base", "large", "huge"):
+        if tag in datasets:
+            figures += size_figures(tag, runs, datasets[tag])
+    for tag in ("large", "huge"):
+        if tag in datasets:
+            base = secs(runs["analyze-1@base"]) / datasets["base"]["bytes"]
+            other = secs(runs[f"analyze-1@{tag}"]) / datasets[tag]["bytes"]
+            mb = datasets[tag]["bytes"] / 1e6
+            figures.append(
+                Figure(
+                    f"per-MB time, {mb:.3g} MB / base",
+                    other / base,
+                    "<= 1.3",
+                    other / base <= 1.3,
+                    "x",
+                )
+            )
     if "many" in datasets:
-        many = secs(runs["analyze@many"]) / datasets["many"]["bytes"]
-        one = secs(runs["analyze@one"]) / datasets["one"]["bytes"]
-        note = f"{datasets['many']['files']} files: {secs(runs['analyze@many']):.2f} s, one file: {secs(runs['analyze@one']):.2f} s (per MB)"
+        many = secs(runs["analyze-1@many"]) / datasets["many"]["bytes"]
+        one = secs(runs["analyze-1@one"]) / datasets["one"]["bytes"]
+        note = f"{datasets['many']['files']} files: {secs(runs['analyze-1@many']):.2f} s, one file: {secs(runs['analyze-1@one']):.2f} s (per MB)"
         figures.append(
             Figure("many small files / one file", many / one, "<= 2", many / one <= 2, "x", note)
         )
+        one_core, two_cores = secs(runs["analyze-1@many"]), secs(runs["analyze-2@many"])
+        figures.append(
+            Figure(
+                "many small files: analyze 1 core / 2 cores",
+                one_core / two_cores,
+                ">= 1.7",
+                one_core / two_cores >= 1.7,
+                "x",
+                f"{one_core:.2f} s / {two_cores:.2f} s",
+            )
+        )
+    figures += startup_figures(args.reps)
     if args.baseline:
         figures += baseline_figures(runs, datasets)
     sizes = {

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import getpass
 import os
+import re
+import shlex
 import shutil
 import socket
 import subprocess
@@ -35,6 +37,9 @@ WORK = Path("/tmp/acp-trace-samples")
 FAKE_CWD = "/home/user/project"
 PEER_SID = "0198c0de-0000-7000-8000-000000000200"
 PEER_TURNS = 200
+# The correct demo samples start with session/new and a prompt (so the latency chart has prompt
+# turns: first chunk, end of turn), then resume or load that new session.
+PROMPT = ("--prompt", "Summarize the replayed history in one line.")
 # The whole chain runs where /home/user/project exists: a private tmpfs on /home.
 WITH_FAKE_CWD = (
     "unshare",
@@ -96,21 +101,31 @@ PEERS = [
 DEMO = [
     Sample(
         "demo-v2-complete",
-        "demo agent, v2: replay, marker, snapshot, response (`complete`)",
+        "demo agent, v2: a new session and a prompt, then its replay, marker, snapshot, "
+        "response (`complete`)",
         agent=("--turns", "200"),
+        client=PROMPT,
     ),
-    Sample("demo-v1-load", "demo agent, v1 load (`v1_loaded`)", 1, agent=("--turns", "200")),
+    Sample(
+        "demo-v1-load",
+        "demo agent, v1: a new session and a prompt, then its load (`v1_loaded`)",
+        1,
+        agent=("--turns", "200"),
+        client=PROMPT,
+    ),
     Sample(
         "demo-v2-children",
-        "demo agent, v2 with two child sessions, each announced, replayed and marked",
+        "demo agent, v2: a new session and a prompt, then a replay with two child sessions, "
+        "each announced, replayed and marked",
         agent=("--turns", "50", "--children", "2"),
+        client=PROMPT,
     ),
     Sample(
         "demo-v2-cold-start",
-        "demo agent, 5 v2 resumes with a cold-start gap drawn from "
-        "lognormal(0.7, 0.5) s between marker and response",
+        "demo agent, v2: a new session and a prompt, then 5 resumes with a cold-start gap "
+        "drawn from lognormal(0.7, 0.5) s between marker and response",
         agent=("--turns", "50", "--gap", "lognormal:0.7,0.5", "--seed", "7"),
-        client=("--session", "sess_demo", "--resumes", "5"),
+        client=(*PROMPT, "--resumes", "5"),
     ),
 ]
 # Per fault: extra demo-agent options, then Sample fields that differ from the default.
@@ -118,6 +133,7 @@ FAULT_AGENT: dict[str, tuple[str, ...]] = {
     "load-updates-after-response": ("--turns", "20"),
     "child-marker-before-announce": ("--turns", "5", "--children", "1"),
 }
+FAULT_ARG = {"truncate": "3"}  # the `:N` of a fault that needs one
 FAULT_SAMPLE: dict[str, dict[str, Any]] = {
     "load-updates-after-response": {"protocol": 1},
     "marker-unexpected": {"client": ("--cursor", "none")},
@@ -131,17 +147,22 @@ def fault_samples() -> list[Sample]:
     return [
         Sample(
             f"demo-fault-{fault}",
-            f"fault `{fault}`: {text}",
-            agent=(*FAULT_AGENT.get(fault, ("--turns", "5")), "--fault", fault),
+            f"fault `{_spec(fault)}`: {text}",
+            agent=(*FAULT_AGENT.get(fault, ("--turns", "5")), "--fault", _spec(fault)),
             **FAULT_SAMPLE.get(fault, {}),
         )
         for fault, text in FAULTS.items()
     ]
 
 
+def _spec(fault: str) -> str:
+    arg = FAULT_ARG.get(fault)
+    return f"{fault}:{arg}" if arg else fault
+
+
 def shown(argv: list[str]) -> str:
     """A command as a person would type it."""
-    text = " ".join(argv).replace(" ".join(acp()), "acp-trace")
+    text = shlex.join(argv).replace(shlex.join(acp()), "acp-trace")
     return text.replace(str(peerlib.cache_root()), "~/.cache/acp-trace/peers")
 
 
@@ -231,6 +252,13 @@ The header's `command` is the agent command as typed and its `cwd` the fake /hom
 """
 
 
+def kept_commands() -> dict[str, str]:
+    """The commands of the README as it is, for the samples a partial run keeps."""
+    readme = HERE / "README.md"
+    text = readme.read_text() if readme.exists() else ""
+    return dict(re.findall(r"^- `([^`]+)`: `(.*)`$", text, flags=re.MULTILINE))
+
+
 def write_readme(made: dict[str, tuple[Sample, str]]) -> None:
     lines = [
         INTRO,
@@ -253,17 +281,17 @@ def main(names: list[str]) -> None:
     WORK.mkdir(parents=True, exist_ok=True)
     everything = [*PEERS, *DEMO, *fault_samples()]
     made: dict[str, tuple[Sample, str]] = {}
+    kept = kept_commands()
     for sample in everything:
         out = HERE / f"{sample.name}.jsonl"
         if names and sample.name not in names:
             if out.exists():
-                made[sample.name] = (sample, "(kept)")
+                made[sample.name] = (sample, kept.get(sample.name, "(kept)"))
             continue
         print(f"making {out.name}", file=sys.stderr)
         make = make_peer if sample.peer else make_demo
         made[sample.name] = (sample, make(sample, out))
-    if not names:
-        write_readme(made)
+    write_readme(made)
 
 
 if __name__ == "__main__":

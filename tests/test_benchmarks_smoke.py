@@ -15,7 +15,7 @@ def run(script: str, *args: str) -> str:
         [sys.executable, str(BENCH / script), *args],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
@@ -24,14 +24,18 @@ def run(script: str, *args: str) -> str:
 def test_analyzer_benchmark_runs(tmp_path: Path) -> None:
     """bench_analyzer.py generates its traces, runs every variant and reports every figure."""
     out = tmp_path / "figures.json"
-    args = ["--mb", "0.2", "--large-mb", "0.4", "--files", "4", "--history", "60"]
-    args += ["--files-history", "5", "--reps", "1", "--work", str(tmp_path), "--json", str(out)]
+    args = ["--mb", "0.2", "--large-mb", "0.4", "--huge-mb", "0", "--files", "4"]
+    args += ["--history", "60"]
+    args += ["--files-history", "5", "--reps", "1", "--large-reps", "1"]
+    args += ["--work", str(tmp_path), "--json", str(out)]
     stdout = run("bench_analyzer.py", *args)
     names = [f["name"] for f in json.loads(out.read_text())["figures"]]
     assert "== analyzer" in stdout
-    assert any("analyze / parse-only" in n for n in names)
-    assert "per-MB time, large / base" in names
+    assert any("cli replays / orjson loop" in n for n in names)
+    assert any("analyze 1 core / 2 cores" in n for n in names)
+    assert any(n.startswith("per-MB time") for n in names)
     assert "many small files / one file" in names
+    assert "cli rules: own time ms" in names
 
 
 def test_tap_benchmark_runs(tmp_path: Path) -> None:
@@ -59,3 +63,35 @@ def test_pingpong_client_and_plain_replays_run_alone(tmp_path: Path) -> None:
     run("gen_trace.py", "--mb", "0.05", "--history", "20", "--out", str(tmp_path))
     rows = [json.loads(line) for line in run("plain_replays.py", str(tmp_path)).splitlines()]
     assert rows and all(r["outcome"] for r in rows)
+
+
+def test_fleet_benchmark_runs(tmp_path: Path) -> None:
+    """bench_fleet.py generates small traces and times every variant (same rows in each)."""
+    out = tmp_path / "figures.json"
+    args = [
+        "--files",
+        "20",
+        "--mb",
+        "0.2",
+        "--reps",
+        "1",
+        "--out",
+        str(tmp_path),
+        "--json",
+        str(out),
+    ]
+    stdout = run("bench_fleet.py", *args)
+    names = [f["name"] for f in json.loads(out.read_text())["figures"]]
+    assert "== fleet: 20 traces" in stdout
+    assert "pool: 2 workers vs 1" in names and "dask: 2 workers vs 1" in names
+
+
+def test_schema_benchmark_runs(tmp_path: Path) -> None:
+    """bench_schema.py compares the three validators and measures the validation budget."""
+    out = tmp_path / "figures.json"
+    args = ["all", "--mb", "0.05", "--messages", "200", "--reps", "1", "--json", str(out)]
+    stdout = run("bench_schema.py", *args)
+    names = [f["name"] for f in json.loads(out.read_text())["figures"]]
+    assert "== schema validation" in stdout
+    assert "fastjsonschema / jsonschema-rs, validation time" in names
+    assert "check with / without validation" in names

@@ -10,7 +10,14 @@ from pathlib import Path
 import pytest
 
 from acp_trace.errors import OutputError
-from acp_trace.files import output_dir, replacing, wants_directory, write_file
+from acp_trace.files import (
+    check_directory_target,
+    check_file_target,
+    output_dir,
+    replacing,
+    wants_directory,
+    write_file,
+)
 
 
 @pytest.fixture
@@ -67,7 +74,9 @@ def test_rewriting_the_same_file_works(tmp_path: Path) -> None:
     [
         ("dir", "out", "expected a file for the output, found a directory"),
         ("none", "out/", "expected a file name for the output, found a directory name"),
-        ("none", "missing/x.png", "the directory"),
+        ("none", "missing/x.png", "the directory .*/missing does not exist"),
+        ("file", "f/x.png", "f is a file, not a directory"),
+        ("fifo", "pipe", "expected a regular file for the output"),
     ],
 )
 def test_a_file_target_of_the_wrong_kind_is_refused(
@@ -76,6 +85,12 @@ def test_a_file_target_of_the_wrong_kind_is_refused(
     """A directory, a name ending in / or a missing parent is one OutputError naming the path."""
     if make == "dir":
         (tmp_path / name).mkdir()
+    elif make == "file":
+        (tmp_path / "f").write_text("x")
+    elif make == "fifo":
+        os.mkfifo(tmp_path / name)
+    with pytest.raises(OutputError, match=message):
+        check_file_target(f"{tmp_path}/{name}")  # before any work
     with pytest.raises(OutputError, match=message):
         write_file(f"{tmp_path}/{name}", "x")
 
@@ -95,6 +110,8 @@ def test_output_dir_is_private_with_its_parents(tmp_path: Path, loose_umask: Non
     (tmp_path / "README.md").write_text("x")
     with pytest.raises(OutputError, match="expected a directory for the output, found a file"):
         output_dir(tmp_path / "README.md")
+    with pytest.raises(OutputError, match=r"README.md/: expected a directory"):
+        check_directory_target(f"{tmp_path}/README.md/")  # the name as given, slash and all
 
 
 @pytest.mark.parametrize(("name", "expected"), [("out/", True), ("out", False), (".", True)])

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from acp_trace.analysis.diff import diff
     from acp_trace.analysis.front import Analysis, analyze, check
     from acp_trace.analysis.front import replays_of as replays
     from acp_trace.analysis.front import timeline_of as timeline
@@ -41,6 +42,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "Analysis": ("acp_trace.analysis.front", "Analysis"),
     "analyze": ("acp_trace.analysis.front", "analyze"),
     "check": ("acp_trace.analysis.front", "check"),
+    "diff": ("acp_trace.analysis.diff", "diff"),
     "replays": ("acp_trace.analysis.front", "replays_of"),
     "timeline": ("acp_trace.analysis.front", "timeline_of"),
     "read_trace": ("acp_trace.trace.reader", "read_trace"),
@@ -57,6 +59,7 @@ __all__ = [
     "__version__",
     "analyze",
     "check",
+    "diff",
     "plots",
     "read_trace",
     "replays",

@@ -43,8 +43,7 @@ def output_dir(target: str | os.PathLike[str], *, private: bool = True) -> Path:
     exists and is not a directory is refused.
     """
     path = Path(target)
-    if path.exists() and not path.is_dir():
-        raise OutputError(f"{path}: expected a directory for the output, found a file")
+    check_directory_target(target)
     missing = [p for p in (path, *path.parents) if not p.exists()]
     try:
         for folder in reversed(missing):
@@ -57,6 +56,24 @@ def output_dir(target: str | os.PathLike[str], *, private: bool = True) -> Path:
     if not path.is_dir():
         raise OutputError(f"{path}: expected a directory for the output")
     return path
+
+
+def check_directory_target(target: str | os.PathLike[str]) -> None:
+    """Refuse, before any work, a `-o` for a directory that names something else (a file)."""
+    path = Path(target)
+    if path.exists() and not path.is_dir():
+        raise OutputError(f"{os.fspath(target)}: expected a directory for the output, found a file")
+
+
+def check_file_target(target: str | os.PathLike[str]) -> None:
+    """Refuse, before any work, a `-o` for a file that names a directory (or ends in `/`), a
+    device or FIFO, or whose directory does not exist."""
+    _check_file_target(os.fspath(target))
+    folder = Path(target).parent
+    if folder.exists() and not folder.is_dir():
+        raise OutputError(f"{target}: {folder} is a file, not a directory")
+    if not folder.is_dir():
+        raise OutputError(f"{target}: the directory {folder} does not exist")
 
 
 def write_file(target: str | os.PathLike[str], data: bytes | str, *, private: bool = True) -> Path:
@@ -76,10 +93,8 @@ def replacing(target: str | os.PathLike[str], *, private: bool = True) -> Iterat
     """A temporary path beside `target` for a library to write (a figure, a Parquet file);
     on success it gets its mode and is renamed over `target`, on failure it is removed."""
     path = Path(target)
-    _check_file_target(os.fspath(target))
+    check_file_target(target)
     folder = path.parent
-    if not folder.is_dir():
-        raise OutputError(f"{path}: the directory {folder} does not exist")
     try:
         fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
     except OSError as exc:
@@ -100,7 +115,7 @@ def replacing(target: str | os.PathLike[str], *, private: bool = True) -> Iterat
 def _check_file_target(path: str) -> None:
     if path.endswith(("/", os.sep)):
         raise OutputError(f"{path}: expected a file name for the output, found a directory name")
-    with suppress(FileNotFoundError):
+    with suppress(FileNotFoundError, NotADirectoryError):
         mode = os.lstat(path).st_mode
         if stat.S_ISDIR(mode):
             raise OutputError(f"{path}: expected a file for the output, found a directory")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import PurePath
 from typing import Any
 
@@ -76,19 +77,25 @@ def update_class(update_kind: str | None) -> str | None:
 
 
 def loads(data: bytes | str) -> Any:
-    """Parse JSON; falls back to the stdlib for what orjson refuses but JSON allows (huge ints).
-
-    Every failure is a ValueError, nesting too deep for the stdlib's recursion limit included
-    (orjson stops at 1024 levels; a RecursionError is not a bug of the caller's)."""
+    """Parse JSON; falls back to the stdlib for what orjson refuses but JSON allows (a lone
+    surrogate escape such as `"\\ud83d"`). ValueError for anything that is not JSON, nesting too
+    deep to parse included. orjson reads integers beyond 64 bits as floats: where an integer
+    must stay exact (a JSON-RPC id), use `loads_exact`."""
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
-        if isinstance(data, bytes):
-            data = data.decode("utf-8")  # raises UnicodeDecodeError (a ValueError) on bad bytes
-        try:
-            return json.loads(data, parse_constant=_reject_constant)
-        except RecursionError:
-            raise ValueError("JSON nested too deeply to parse") from None
+        return loads_exact(data)
+
+
+def loads_exact(data: bytes | str) -> Any:
+    """Parse JSON with every integer exact at any size (the stdlib parser; slower than `loads`).
+    ValueError for anything that is not JSON, NaN and Infinity and too deep a nesting included."""
+    if isinstance(data, bytes | bytearray | memoryview):
+        data = bytes(data).decode("utf-8")  # raises UnicodeDecodeError (a ValueError) on bad bytes
+    try:
+        return json.loads(data, parse_constant=_reject_constant)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply to read") from None
 
 
 def _reject_constant(name: str) -> Any:
@@ -115,8 +122,24 @@ def message_kind(msg: Any) -> str:
 
 
 def as_str(value: Any) -> str | None:
-    """A JSON value if it is a string, else None."""
-    return value if isinstance(value, str) else None
+    """A JSON value if it is a string (see `clean_text`), else None."""
+    return clean_text(value) if isinstance(value, str) else None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(text: str) -> str:
+    """`text` as UTF-8 can hold it: a lone surrogate (`"\\ud83d"` in JSON, what JSON.stringify
+    writes for a cut emoji) becomes its escape, the six characters `\\ud83d`. Any other text is
+    returned as it is."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return text
 
 
 def as_int(value: Any) -> int | None:
@@ -130,8 +153,27 @@ def as_dict(value: Any) -> dict[str, Any]:
 
 
 def id_key(value: Any) -> str:
-    """A canonical text for a JSON-RPC id that keeps its type: `1` and `"1"` differ."""
-    return orjson.dumps(value).decode()
+    """A canonical text for a JSON-RPC id that keeps its type and value exactly: `1` and `"1"`
+    differ, and so do integers beyond 64 bits that differ in their last digit. It is the id's
+    JSON text (compact; a lone surrogate escaped), so `id_json` prints it back as written."""
+    if type(value) is int:  # not bool; exact at any size
+        return str(value)
+    return json_text(value)
+
+
+def json_text(value: Any) -> str:
+    """Compact JSON text of a parsed value, as orjson writes it; integers beyond 64 bits and
+    lone surrogates (which orjson refuses) too, the latter escaped."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return clean_text(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+
+
+def id_json(key: str) -> orjson.Fragment:
+    """An id's canonical text (`id_key`) as a JSON value for orjson output, printed as it is:
+    `123456789012345678901234567890` stays an exact integer, `"1"` a string."""
+    return orjson.Fragment(key)
 
 
 def other_side(src: str) -> str:

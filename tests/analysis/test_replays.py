@@ -288,3 +288,98 @@ def test_ordering_only_trace_has_null_timings(tmp_path: Path) -> None:
     row = _replays(b, tmp_path).row(0, named=True)
     assert row["outcome"] == "complete" and row["history_updates"] == 4
     assert row["response_ms"] is None and row["marker_ms"] is None
+
+
+def test_child_marked_before_its_announcement_counts_as_marked(tmp_path: Path) -> None:
+    """A child whose marker came before its subagent_update is complete, with that marker's
+    time, and what it gets after the marker is not counted before the marker."""
+    b = TraceBuilder()
+    rid = b.resume("p", dt=0)
+    b.marker("c", dt=10)  # +10: the child's marker, before the announcement
+    b.update("p", "subagent_update", dt=10, sessionId="c")  # +20
+    b.history("c", 1, dt=5)  # +25, +30: after the child's marker
+    b.marker("p", dt=10)
+    b.state("p")
+    b.response(rid, {}, dt=10)
+    child = _replays(b, tmp_path).filter(pl.col("session") == "c").row(0, named=True)
+    assert (child["outcome"], child["marker_ms"], child["first_update_ms"]) == (
+        "complete",
+        10.0,
+        10.0,
+    )
+    assert (child["history_updates"], child["last_history_ms"]) == (0, None)
+
+
+def test_grandchildren_are_covered(tmp_path: Path) -> None:
+    """A child announced on a covered child has its own row, with that child as its parent."""
+    b = TraceBuilder()
+    rid = b.resume("p")
+    b.update("p", "subagent_update", sessionId="c1")
+    b.update("c1", "subagent_update", sessionId="c2")
+    b.history("c2", 2)
+    b.marker("c2")
+    b.marker("c1")
+    b.marker("p")
+    b.state("p")
+    b.response(rid, {})
+    rows = _replays(b, tmp_path).sort("session")
+    assert rows.select("session", "parent_session", "outcome", "history_updates").rows() == [
+        ("c1", "p", "complete", 1),
+        ("c2", "c1", "complete", 4),
+        ("p", None, "complete", 1),
+    ]
+
+
+@pytest.mark.parametrize("holder", ["params", "update"])
+def test_marker_meta_on_a_history_kind_is_a_marker_not_history(tmp_path: Path, holder: str) -> None:
+    """A v1 update carrying the --marker-meta key (in params._meta or params.update._meta) is
+    the marker even on a history kind: not counted as history, its time is marker_ms."""
+    b = TraceBuilder(protocol=1)
+    rid = b.load("s", dt=0)
+    b.update("s", "user_message_chunk", dt=5)
+    meta = {"vendor.end": True}
+    update = {
+        "sessionUpdate": "agent_message_chunk",
+        **({"_meta": meta} if holder == "update" else {}),
+    }
+    params: dict = {"sessionId": "s", "update": update}
+    if holder == "params":
+        params["_meta"] = meta
+    b.notify("session/update", params, dt=5)
+    b.response(rid, {}, dt=90)
+    row = _replays(b, tmp_path, marker_meta="vendor.end").row(0, named=True)
+    assert (row["outcome"], row["marker_ms"], row["history_updates"]) == ("v1_loaded", 10.0, 1)
+    assert row["last_history_ms"] == 5.0
+
+
+def test_marker_meta_does_not_mark_v2(tmp_path: Path) -> None:
+    """On a v2 connection the --marker-meta key marks nothing: the update counts as its kind."""
+    b = TraceBuilder()
+    rid = b.resume("s", dt=0)
+    b.update("s", "user_message", dt=5, messageId="m", _meta={"vendor.end": True})
+    b.marker("s", dt=5)
+    b.state("s")
+    b.response(rid, {})
+    row = _replays(b, tmp_path, marker_meta="vendor.end").row(0, named=True)
+    assert (row["outcome"], row["marker_ms"], row["history_updates"]) == ("complete", 10.0, 1)
+
+
+def test_marker_meta_rules_apply_to_v1_loads(tmp_path: Path) -> None:
+    """With --marker-meta the marker rules judge a v1 load as a v2 resume with a cursor: a
+    vendor marker after the response is late (and the load unmarked), a second is a duplicate."""
+    meta = {"vendor.end": True}
+    late = TraceBuilder(protocol=1)
+    rid = late.load("s")
+    late.update("s", "user_message_chunk")
+    late.response(rid, {})
+    late.update("s", "agent_message_chunk", _meta=meta)
+    twice = TraceBuilder(protocol=1)
+    rid = twice.load("s")
+    twice.update("s", "agent_message_chunk", _meta=meta)
+    twice.update("s", "agent_message_chunk", _meta=meta)
+    twice.response(rid, {})
+    found = {}
+    for name, b in (("late", late), ("twice", twice)):
+        path = b.write(tmp_path / f"{name}.jsonl")
+        found[name] = set(acp_trace.check(path, marker_meta="vendor.end", schema=False)["rule"])
+    assert found == {"late": {"marker-missing", "marker-late"}, "twice": {"marker-duplicate"}}

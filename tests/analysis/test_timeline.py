@@ -6,9 +6,12 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import acp_trace
 from acp_trace.analysis.summary import summarize
+from acp_trace.analysis.timeline import _pairs
 from acp_trace.jsonrpc import agent_name_from_command
 from tracebuilder import TraceBuilder
 
@@ -198,3 +201,68 @@ def test_summary_says_when_the_header_is_missing(tmp_path: Path) -> None:
     b.lines = b.lines[1:]
     row = summarize(acp_trace.read_trace(b.write(tmp_path / "t.jsonl"))).row(0, named=True)
     assert row["header"] is False and row["protocol"] == 2 and row["agent"] == "test-agent"
+
+
+def _reference_pairs(rows: list[tuple[str, str, str, float | None]]) -> list[tuple]:
+    """The pairing rule written as plainly as it reads: a queue per (requesting side, id), a
+    response takes the oldest request waiting. Rows are (src, kind, id, t_ms)."""
+    pending: dict[tuple[str, str], list[int]] = {}
+    out = {i: [None, None, False, False] for i in range(len(rows))}  # peer, latency, orphan, dup
+    for i, (src, kind, mid, t) in enumerate(rows):
+        if kind == "request":
+            queue = pending.setdefault((src, mid), [])
+            out[i][3] = bool(queue)
+            queue.append(i)
+            continue
+        queue = pending.get(("agent" if src == "client" else "client", mid), [])
+        if not queue:
+            out[i][2] = mid != "null" or kind != "error"
+            continue
+        j = queue.pop(0)
+        latency = None if t is None or rows[j][3] is None else t - rows[j][3]
+        out[i][:2] = [j, latency]
+        out[j][:2] = [i, latency]
+    return [tuple(out[i]) for i in range(len(rows))]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["client", "agent", "stderr"]),
+            st.sampled_from(["request", "request", "response", "error"]),
+            st.sampled_from(["1", "2", '"1"', "null"]),
+            st.one_of(st.none(), st.floats(0, 1e6)),
+        ),
+        max_size=40,
+    )
+)
+def test_pairing_is_a_queue_per_side_and_id(rows: list[tuple[str, str, str, float | None]]) -> None:
+    """Paired in polars, every row gets the peer, latency, orphan and duplicate flags that a
+    plain queue per (requesting side, id) gives."""
+    t_ns = [None if t is None else int(t * 1e6) for *_, t in rows]
+    records = pl.DataFrame(
+        {
+            "trace": ["t"] * len(rows),
+            "src": [r[0] for r in rows],
+            "kind": [r[1] for r in rows],
+            "id": [r[2] for r in rows],
+            "method": ["m" if r[1] == "request" else None for r in rows],
+            "t_ns": t_ns,
+        },
+        schema={
+            "trace": pl.String,
+            "src": pl.String,
+            "kind": pl.String,
+            "id": pl.String,
+            "method": pl.String,
+            "t_ns": pl.Int64,
+        },
+    )
+    df = records.with_row_index("row").with_columns((pl.col("t_ns") / 1e6).alias("t_ms"))
+    got = _pairs(df).sort("row")
+    times = df["t_ms"].to_list()  # the reference subtracts the same floats
+    expected = _reference_pairs([(s, k, i, t) for (s, k, i, _), t in zip(rows, times, strict=True)])
+    assert got.select("peer_row", "latency_ms", "orphan", "duplicate_id").rows() == [
+        (peer, latency, orphan, dup) for peer, latency, orphan, dup in expected
+    ]

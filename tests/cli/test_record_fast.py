@@ -74,6 +74,12 @@ def test_the_fast_path_knows_every_option_of_the_typer_command() -> None:
     assert {field for field, _read in record_fast.OPTIONS.values()} <= fields
 
 
+def test_a_repeated_option_collects_its_values() -> None:
+    """--redact-stderr may be given several times, spaced or with `=`; its field gets them all."""
+    argv = ["record", "--redact-stderr", "a=b", "--redact-stderr=c", *AGENT]
+    assert record_fast.parse(argv) == {"command": AGENT[1:], "redact_stderr": ("a=b", "c")}
+
+
 def test_record_help_still_works() -> None:
     """`acp-trace record --help` is typer's help, with every option."""
     done = subprocess.run(

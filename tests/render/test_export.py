@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from acp_trace import analyze
 from acp_trace.cli import app, main
-from acp_trace.errors import UsageError
+from acp_trace.errors import OutputError, UsageError
 from acp_trace.render.export import json_nested, portable, write_export
 from acp_trace.render.perfetto import GAP_FALLBACK, GAP_MARKER, trace_events
 from tracebuilder import TraceBuilder
@@ -140,11 +140,33 @@ def test_csv_export_and_json_encoded_nested_columns(tmp_path: Path) -> None:
     }
 
 
+def test_csv_export_rounds_floats_to_the_nanosecond(tmp_path: Path) -> None:
+    """Times taken in ns give ms with at most six decimals in the CSV, no float noise."""
+    b = TraceBuilder()
+    rid = b.request("session/prompt", {"sessionId": "s", "prompt": []}, dt=0.000001)
+    b.response(rid, {}, dt=87.322911)
+    write_export(analyze(b.write(tmp_path / "t.jsonl")), "csv", tmp_path / "csv")
+    text = (tmp_path / "csv" / "records.csv").read_text()
+    assert "87.322911" in text and "87.32291099" not in text
+    records = pl.read_csv(tmp_path / "csv" / "records.csv")
+    decimals = [len(f"{v}".partition(".")[2]) for v in records["latency_ms"].drop_nulls()]
+    assert decimals and max(decimals) <= 6
+
+
+def test_perfetto_goes_into_a_directory_as_trace_json(tmp_path: Path) -> None:
+    """-o DIR/ (created) or an existing DIR gives DIR/trace.json; a file name is used as it is."""
+    a = analyze(sample(tmp_path / "t.jsonl"))
+    assert write_export(a, "perfetto", f"{tmp_path}/new/") == [tmp_path / "new" / "trace.json"]
+    assert write_export(a, "perfetto", tmp_path / "new") == [tmp_path / "new" / "trace.json"]
+    assert write_export(a, "perfetto", tmp_path / "p.json") == [tmp_path / "p.json"]
+    assert orjson.loads((tmp_path / "new" / "trace.json").read_bytes())["traceEvents"]
+
+
 def test_tables_need_a_directory(tmp_path: Path) -> None:
     """Parquet and CSV refuse an output that is an existing file; unknown formats are refused."""
     a = analyze(sample(tmp_path / "t.jsonl"))
     (tmp_path / "file").write_text("x")
-    with pytest.raises(UsageError, match="writes a directory"):
+    with pytest.raises(OutputError, match="expected a directory for the output, found a file"):
         write_export(a, "parquet", tmp_path / "file")
     with pytest.raises(UsageError, match="expected one of parquet, csv, perfetto"):
         write_export(a, "xlsx", tmp_path / "x")
@@ -337,4 +359,7 @@ def test_cli_export_writes_and_reports(
     with pytest.raises(SystemExit) as exit_info:
         main()
     assert exit_info.value.code == 2
-    assert "--format xlsx: expected one of parquet, csv, perfetto" in capsys.readouterr().err
+    assert capsys.readouterr().err == (
+        "acp-trace: export: Invalid value for '--format' / '-f': 'xlsx' is not one of "
+        "'parquet', 'csv', 'perfetto', 'otlp'; see `acp-trace export --help`\n"
+    )

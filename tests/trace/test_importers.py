@@ -57,6 +57,13 @@ def _rows(records: pl.DataFrame, trace: str) -> list[tuple[Any, ...]]:
         ("conductor.jsons", "conductor"),
         ("conductor-direct.jsons", "conductor"),
         ("inspector.jsonl", "inspector"),
+        ("conductor-v10.jsons", "conductor"),
+        ("conductor-v11.jsons", "conductor"),
+        ("conductor-v11-proxy.jsons", "conductor"),
+        ("thinkwell.jsonl", "thinkwell"),
+        ("thinkwell-v1.jsonl", "thinkwell"),
+        ("acpx-exec.jsonl", "acpx"),
+        ("acpx-resume.jsonl", "acpx"),
     ],
 )
 def test_detects_each_sample(name: str, fmt: str) -> None:
@@ -116,6 +123,45 @@ def test_forced_format_that_converts_nothing_is_refused() -> None:
     """`--from zed` on a capture that is not Zed's log raises instead of an empty trace."""
     with pytest.raises(InputError, match="expected Zed's ACP log"):
         read_trace(DATA / "bare-array.json", fmt="zed")
+
+
+@pytest.mark.parametrize(
+    ("content", "fmt", "found"),
+    [
+        ("", "conductor", "no message on a leg it keeps"),
+        (
+            '{"type":"request","ts":1,"from":"proxy:0","to":"proxy:1","id":1,"method":"x"}\n',
+            "conductor",
+            "no message on a leg it keeps",
+        ),
+        ("[]", "jsonrpc", "no message"),
+        ('{"foo": 1}\n', "thinkwell", "line 1: not a thinkwell conductor trace line"),
+        ('{"action":"session_ensured","acpxRecordId":"s"}\n', "acpx", "no message"),
+    ],
+)
+def test_forced_format_that_converts_nothing_fails_on_one_line(
+    tmp_path: Path, content: str, fmt: str, found: str
+) -> None:
+    """`--from F` on input F converts nothing from is refused in one line, even with no problem."""
+    path = tmp_path / "capture.txt"
+    path.write_text(content)
+    with pytest.raises(InputError) as err:
+        importers.convert(path, path.read_bytes(), fmt)
+    assert "found nothing to convert" in str(err.value) and found in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_detected_format_that_converts_nothing_is_no_silent_success(tmp_path: Path) -> None:
+    """A conductor trace whose events are all between proxies is refused, not read as 0 records."""
+    path = tmp_path / "inner.jsons"
+    path.write_text(
+        '{"type":"request","ts":1,"protocol":"acp","from":"Proxy(0)","to":"Proxy(1)","id":"u",'
+        '"method":"session/new","params":{}}\n'
+    )
+    with pytest.raises(InputError, match="found nothing to convert"):
+        read_trace(path)
+    done = _cli(path, "-o", tmp_path / "out.jsonl")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
 
 
 def test_forced_format_converts_like_detection() -> None:
@@ -630,3 +676,269 @@ def test_converted_traces_follow_the_schema(name: str) -> None:
         for line in lines:
             errors = list(validator.iter_errors(line))
             assert not errors, f"{line}: {errors[0].message}"
+
+
+# ---------------------------------------------------------------- conductor generations
+
+
+def test_conductor_captures_are_what_trace_rs_writes() -> None:
+    """The committed conductor captures are the generator's bytes (trace.rs field order)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "captures", Path(__file__).with_name("conductor_captures.py")
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for name, lines in module.captures().items():
+        assert (DATA / name).read_text() == "".join(line + "\n" for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("name", "generation", "chain"),
+    [
+        ("conductor.jsons", "lowercase", ["client", "proxy:0", "proxy:1", "agent"]),
+        ("conductor-v10.jsons", "lowercase", ["client", "agent"]),
+        ("conductor-v11.jsons", "debug-names", ["Client", "Agent"]),
+        ("conductor-v11-proxy.jsons", "debug-names", ["Client", "Proxy(0)", "Proxy(1)"]),
+    ],
+)
+def test_conductor_generation_and_chain(name: str, generation: str, chain: list[str]) -> None:
+    """Each generation's names are read; with proxies the new one's agent is `Proxy(N)`."""
+    heads = [lines[0] for lines in _convert(DATA / name).values()]
+    assert {h["generation"] for h in heads} == {generation}
+    assert heads[0]["chain"] == chain
+
+
+def test_conductor_debug_names_without_proxies_is_one_paired_trace() -> None:
+    """`Client`/`Agent` through the trace-only proxy: one trace, UUID ids paired, errors whole."""
+    path = DATA / "conductor-v11.jsons"
+    records = read_trace(path)
+    rows = _rows(records, str(path))
+    assert [r[1] for r in rows] == ["client", "agent"] * 2 + ["client"] + ["agent"] * 5 + ["client"]
+    assert rows[3] == ("error", "agent", None, '"a7e21f03-5b6c-4d8e-8f90-0a1b2c3d4e5f"')
+    assert rows[9] == ("request", "agent", "session/request_permission", f'"{rows[9][3][1:-1]}"')
+    assert records.filter(pl.col("kind") == "error")["error_code"].to_list() == [-32602]
+    (head,) = headers(records).values()
+    assert head["error_code_unknown"] == [] and "not_traced" not in head
+
+
+def test_conductor_lowercase_error_keeps_its_text_and_says_the_code_is_unknown() -> None:
+    """sacp-conductor <= 10's `{"error": text}` becomes an error without code, noted in the header."""
+    (lines,) = _convert(DATA / "conductor-v10.jsons").values()
+    errors = [r for r in lines[1:] if "error" in r.get("msg", {})]
+    assert errors[0]["msg"]["error"] == {
+        "message": 'Invalid params: "unsupported replayFrom cursor"'
+    }
+    assert [(e["seq"], e["line"]) for e in lines[0]["error_code_unknown"]] == [(4, 4), (11, 11)]
+    assert lines[0]["error_code_unknown"][1]["message"].startswith("Resource not found: {\n")
+
+
+def test_conductor_error_objects_are_kept_whole() -> None:
+    """A lowercase-generation payload that is already an error object is not rewritten."""
+    path = Path("x.jsons")
+    event = {"type": "response", "ts": 1.0, "from": "agent", "to": "client", "id": 3,
+             "is_error": True, "payload": {"code": -32002, "message": "nope"}}  # fmt: skip
+    (_, lines), = importers.convert(path, json.dumps(event).encode())  # fmt: skip
+    record, head = json.loads(lines[1]), json.loads(lines[0])
+    assert record["msg"]["error"] == {"code": -32002, "message": "nope"}
+    assert head["error_code_unknown"] == []
+
+
+def test_conductor_debug_names_with_proxies_keeps_both_legs_and_says_what_is_missing() -> None:
+    """With proxies the client leg has the client's requests, the agent leg the agent's messages."""
+    client, agent = _convert(DATA / "conductor-v11-proxy.jsons").values()
+    assert client[0]["leg"] == ["Client", "Proxy(0)"] and agent[0]["leg"] == [
+        "Proxy(0)",
+        "Proxy(1)",
+    ]
+    assert [r["src"] for r in client[1:]] == ["client", "agent"] * 3
+    assert client[1]["msg"]["method"] == "_proxy/initialize"
+    assert [(r["src"], r["msg"]["method"]) for r in agent[1:]] == [("agent", "session/update")]
+    assert client[0]["not_traced"] == ["requests and notifications to the client"]
+    assert agent[0]["not_traced"] == ["requests and notifications to the agent"]
+
+
+@pytest.mark.parametrize(
+    ("names", "chain"),
+    [
+        ([("Client", "Agent")], ["Client", "Agent"]),
+        (
+            [("Client", "Proxy(0)"), ("Proxy(0)", "Proxy(1)")],
+            ["Client", "Proxy(0)", "Proxy(1)", "Agent"],
+        ),
+        ([("Client", "Proxy(0)"), ("Proxy(1)", "Proxy(0)")], ["Client", "Proxy(0)", "Proxy(1)"]),
+        ([("Client", "Proxy(0)"), ("Proxy(0)", "Agent")], ["Client", "Proxy(0)", "Agent"]),
+        ([("client", "proxy:0"), ("proxy:0", "agent")], ["client", "proxy:0", "agent"]),
+    ],
+)
+def test_conductor_chain_names(names: list[tuple[str, str]], chain: list[str]) -> None:
+    """The agent is `Agent` when named, else the one `Proxy(N)` that receives no request."""
+    from acp_trace.trace.importers.conductor import chain as chain_of
+
+    events = [{"type": "request", "from": f, "to": t} for f, t in names]
+    assert chain_of(events) == chain
+
+
+# ---------------------------------------------------------------- result shapes
+
+
+def _pending_both(result: Any, agent_method: str = "fs/read_text_file") -> list[Any]:
+    """session/load (client, id 1) and an agent request (id 1) pending, then a response."""
+    return [
+        _req("session/load", 1, {"sessionId": "s", "cwd": "/", "mcpServers": []}),
+        _req(agent_method, 1, {"sessionId": "s", "path": "/a"}),
+        {"jsonrpc": "2.0", "id": 1, **result},
+    ]
+
+
+SHAPE_CASES = [
+    ("content answers the file read", {"result": {"content": "x"}}, "fs/read_text_file", "client", None),
+    ("modes answer the load", {"result": {"modes": None}}, "fs/read_text_file", "agent", None),
+    ("{} fits load and write", {"result": {}}, "fs/write_text_file", "agent", "its result fits both"),
+    ("an unknown key fits neither", {"result": {"models": {}}}, "fs/read_text_file", "agent",
+     "its result fits neither"),
+    ("an error has no shape", {"error": {"code": -32603, "message": "x"}}, "fs/read_text_file",
+     "agent", "an error has no shape"),
+    ("a method without a schema may fit", {"result": {"content": "x"}}, "fs/stat", "client", None),
+    ("a non-object result says nothing", {"result": None}, "fs/read_text_file", "agent",
+     "its result fits both"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("result", "agent_method", "sender", "reason"),
+    [c[1:] for c in SHAPE_CASES],
+    ids=[c[0] for c in SHAPE_CASES],
+)
+def test_result_shape_decides_a_response_pending_on_both_sides(
+    tmp_path: Path, result: Any, agent_method: str, sender: str, reason: str | None
+) -> None:
+    """A result pending on both sides answers the one request whose result type it fits."""
+    head, *records = _bare(tmp_path, _pending_both(result, agent_method))
+    assert records[2]["src"] == sender
+    noted = {a["seq"]: a["reason"] for a in head["ambiguous"]}
+    if reason is None:
+        assert 3 not in noted
+    else:
+        assert reason in noted[3]
+
+
+@pytest.mark.parametrize(
+    ("method", "result", "fits"),
+    [
+        ("fs/read_text_file", {"content": ""}, True),
+        ("fs/read_text_file", {"content": "", "_meta": {}}, True),
+        ("fs/read_text_file", {}, False),
+        ("session/load", {"content": ""}, False),
+        ("session/load", {}, True),
+        ("session/new", {"sessionId": "s"}, True),
+        ("session/new", {}, False),
+        ("session/prompt", {"stopReason": "end_turn"}, True),
+        ("session/prompt", {"messageId": "m"}, True),
+        ("terminal/output", {"output": ""}, False),
+        ("proxy/successor", {"anything": 1}, True),
+        ("_vendor/x", {}, None),
+        ("session/load", [], None),
+    ],
+)
+def test_result_fits(method: str, result: Any, fits: bool | None) -> None:
+    """The shipped shapes: required keys present, no key the type does not list."""
+    from acp_trace.trace.importers.jsonrpc import result_fits
+
+    assert result_fits(method, result) is fits
+
+
+def test_result_shapes_name_their_source() -> None:
+    """The shipped table says which SDK schemas it was generated from."""
+    from importlib.resources import files
+
+    data = json.loads(files("acp_trace.trace.importers").joinpath("result_shapes.json").read_text())
+    assert data["source"].startswith("@agentclientprotocol/sdk@2.4.0: schema/v1/schema.json")
+    assert len(data["methods"]) > 30
+
+
+# ---------------------------------------------------------------- thinkwell
+
+
+def test_thinkwell_answers_get_the_ids_of_the_requests_they_answer() -> None:
+    """The conductor's id counter is replayed: each answer carries its client request's id."""
+    path = DATA / "thinkwell.jsonl"
+    rows = _rows(read_trace(path), str(path))
+    assert rows[:3] == [
+        ("request", "client", "initialize", "0"),
+        ("response", "agent", None, "0"),
+        ("request", "client", "session/resume", "1"),
+    ]
+    assert ("request", "agent", "session/request_permission", "0") in rows
+    assert rows[-1] == ("response", "agent", None, "1")
+
+
+def test_thinkwell_header_says_what_is_not_traced() -> None:
+    """The header names the chain, the bridge guess and what the source does not trace."""
+    (lines,) = _convert(DATA / "thinkwell-v1.jsonl").values()
+    head = lines[0]
+    assert head["imported_from"] == "thinkwell" and head["timing"] == "source"
+    assert head["proxies"] == 0 and head["mcp_bridge"] is True
+    assert head["not_traced"] == ["responses sent by the client"]
+    assert head["unmatched_responses"] == 0 and head["unconverted"] == 0
+    assert lines[1]["t_ns"] == 0 and all(r["t_ns"] % 1_000_000 == 0 for r in lines[1:])
+
+
+def test_thinkwell_session_new_takes_a_bridge_id(tmp_path: Path) -> None:
+    """With the MCP bridge on, session/new takes an id for its bridge session before it goes."""
+
+    def line(direction: str, msg: dict[str, Any]) -> str:
+        src, tgt = ("client", "agent") if direction == "left-to-right" else ("agent", "proxy[-1]")
+        return json.dumps({"timestamp": "2026-12-01T10:00:00.000Z", "direction": direction,
+                           "source": src, "target": tgt, "message": msg}) + "\n"  # fmt: skip
+
+    def l2r(dispatch: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "left-to-right", "targetIndex": 0, "dispatch": dispatch}
+
+    def r2l(dispatch: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "right-to-left", "sourceIndex": {"type": "successor"}, "dispatch": dispatch}
+
+    path = tmp_path / "tw.jsonl"
+    path.write_text("".join([
+        line("left-to-right", l2r({"type": "request", "id": 7, "method": "initialize"})),
+        line("right-to-left", r2l({"type": "response", "id": 1, "result": {}})),
+        line("left-to-right", l2r({"type": "request", "id": 8, "method": "session/new"})),
+        line("right-to-left", r2l({"type": "response", "id": 3, "result": {"sessionId": "s"}})),
+    ]))  # fmt: skip
+    (lines,) = _convert(path).values()
+    assert [r["msg"]["id"] for r in lines[1:]] == [7, 7, 8, 8]
+    assert lines[0]["mcp_bridge"] is True and lines[0]["unmatched_responses"] == 0
+
+
+# ---------------------------------------------------------------- acpx
+
+
+def test_acpx_output_is_read_with_every_direction_decided() -> None:
+    """acpx's JSON output: every message's direction follows from the protocol, ordering only."""
+    path = DATA / "acpx-exec.jsonl"
+    (lines,) = _convert(path).values()
+    head, records = lines[0], lines[1:]
+    assert head["imported_from"] == "acpx" and head["timing"] == "ordering-only"
+    assert head["ambiguous"] == [] and head["unconverted"] == 0
+    assert [r["src"] for r in records] == ["client", "agent"] * 3 + ["agent"] * 2
+    raw = path.read_bytes().splitlines()
+    assert lines[1] is not None and json.loads(raw[0]) == records[0]["msg"]
+
+
+def test_acpx_own_lines_go_to_the_header() -> None:
+    """acpx's status line and error reports are kept in `tool_output`, not taken as messages."""
+    (lines,) = _convert(DATA / "acpx-resume.jsonl").values()
+    assert lines[0]["tool_output"] == [{"line": 1, "value": {
+        "action": "session_ensured", "created": True, "acpxRecordId": "sess-ax",
+        "acpxSessionId": "sess-ax"}}]  # fmt: skip
+    assert lines[1]["msg"]["method"] == "initialize"
+    from acp_trace.trace.importers import acpx
+
+    report = {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32002, "message": "no session", "data": {"acpxCode": "NO_SESSION"}},
+    }
+    assert acpx.is_own(report) and not acpx.is_own({**report, "id": 3})  # fmt: skip

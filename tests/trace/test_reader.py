@@ -11,6 +11,7 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
 
 from acp_trace.errors import InputError
 from acp_trace.jsonrpc import is_message
@@ -81,6 +82,8 @@ def test_written_lines_read_back_as_the_same_payloads(recorded: list[tuple[str, 
         if row["msg"] is not None:
             assert src != "stderr"
             assert row["msg"].encode() == line.strip(b" \t\r")
+        elif row["kind"] == "text" and row["text"] == f"<redacted: {len(line)} bytes>":
+            assert src != "stderr"  # a line that may hold a secret (record/redact.py)
         elif row["kind"] == "text":
             assert row["text"].encode() == line
         else:
@@ -170,3 +173,192 @@ def test_a_single_trace_keeps_its_name(tmp_path: Path) -> None:
     path = tmp_path / "one.jsonl"
     path.write_bytes(HEADER + RECORD + noisy)
     assert read_trace(path)["trace"].unique().to_list() == [str(path)]
+
+
+# ---------------------------------------------------------------- the native path, exactly
+
+HEAD = b'{"acp_trace":1,"kind":"header","command":["x"]}\n'
+ANSWER = b'{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s"}}'
+UPDATE = b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"text":"x"}}}}'
+NEAR_MISSES = {
+    "as written": b'{"seq":1,"t_ns":2,"src":"agent","msg":' + UPDATE + b"}",
+    "spaces": b'{"seq": 1, "t_ns": 2, "src": "agent", "msg": ' + UPDATE + b" }",
+    "keys out of order": b'{"msg":' + ANSWER + b',"src":"agent","t_ns":2,"seq":1}',
+    "msg twice": b'{"seq":1,"t_ns":2,"src":"agent","msg":' + ANSWER + b',"msg":' + UPDATE + b"}",
+    "seq after msg": b'{"seq":1,"t_ns":2,"src":"agent","msg":' + ANSWER + b',"seq":3}',
+    "escaped key": b'{"seq":1,"t_ns":2,"src":"agent","m\\u0073g":' + ANSWER + b"}",
+    "escaped id key": b'{"seq":1,"t_ns":2,"src":"agent","msg":{"jsonrpc":"2.0","\\u0069d":5,"result":{}}}',
+    "t_ns null": b'{"seq":1,"t_ns":null,"src":"agent","msg":' + ANSWER + b"}",
+    "t_ns missing": b'{"seq":1,"src":"agent","msg":' + ANSWER + b"}",
+    "CRLF": b'{"seq":1,"t_ns":2,"src":"agent","msg":' + ANSWER + b"}\r",
+    "CR inside": b'{"seq":1,"t_ns":2,"src":"agent","msg":{"jsonrpc":"2.0",\r"id":1,"result":{}}}',
+    "text": b'{"seq":1,"t_ns":2,"src":"stderr","text":"log \\u001b[31m \\"q\\" \xc3\xa9"}',
+    "text and msg": b'{"seq":1,"t_ns":2,"src":"agent","text":"x","msg":' + ANSWER + b"}",
+    "truncated text": b'{"seq":1,"t_ns":2,"src":"agent","text":"ab","truncated":true,"bytes":9}',
+    "b64": b'{"seq":1,"t_ns":2,"src":"agent","b64":"aGVsbG8="}',
+    "tap event": b'{"seq":1,"t_ns":2,"src":"tap","event":"exit","code":0}',
+    "batch": b'{"seq":1,"t_ns":2,"src":"client","msg":[' + ANSWER + b"," + UPDATE + b"]}",
+    "not UTF-8": b'{"seq":1,"t_ns":2,"src":"agent","msg":{"jsonrpc":"2.0","method":"\xff"}}',
+    "lone surrogate": b'{"seq":1,"t_ns":2,"src":"agent","msg":{"jsonrpc":"2.0","method":"\\ud83d"}}',
+    "id beyond 64 bits": b'{"seq":1,"t_ns":2,"src":"agent","msg":{"jsonrpc":"2.0","id":123456789012345678901234567890,"result":{}}}',
+    "float id": b'{"seq":1,"t_ns":2,"src":"agent","msg":{"jsonrpc":"2.0","id":1e2,"result":{}}}',
+    "object id": b'{"seq":1,"t_ns":2,"src":"agent","msg":{"jsonrpc":"2.0","id":{"a":1},"result":{}}}',
+    "params list": b'{"seq":1,"t_ns":2,"src":"client","msg":{"jsonrpc":"2.0","id":1,"method":"m","params":[1]}}',
+    "numeric session": b'{"seq":1,"t_ns":2,"src":"agent","msg":{"jsonrpc":"2.0","id":1,"result":{"sessionId":5},"error":{"data":{"sessionId":"d"}}}}',
+    "error data string": b'{"seq":1,"t_ns":2,"src":"agent","msg":{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"data":"why"}}}',
+    "error code huge": b'{"seq":1,"t_ns":2,"src":"agent","msg":{"jsonrpc":"2.0","id":1,"error":{"code":9223372036854775808}}}',
+    "not a message": b'{"seq":1,"t_ns":2,"src":"agent","msg":{"jsonrpc":"1.0","id":1}}',
+    "msg a number": b'{"seq":1,"t_ns":2,"src":"agent","msg":5}',
+    "seq beyond 64 bits": b'{"seq":9223372036854775808,"t_ns":2,"src":"agent","msg":'
+    + ANSWER
+    + b"}",
+    "seq negative zero": b'{"seq":-0,"t_ns":2,"src":"agent","msg":' + ANSWER + b"}",
+    "unknown key": b'{"seq":1,"t_ns":2,"src":"agent","note":"n","msg":' + ANSWER + b"}",
+    "blank": b"   ",
+    "damaged": b'{"seq":1,"t_ns":2,"src":"agent","msg":{',
+    "deep": b'{"seq":1,"t_ns":2,"src":"agent","msg":' + b"[" * 3000 + b"]" * 3000 + b"}",
+    "header again": HEAD.rstrip(),
+}
+
+
+@pytest.fixture(autouse=True)
+def _native_path_for_small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tests' traces are small: let the native path take blocks of any size."""
+    from acp_trace.trace import blocks
+
+    monkeypatch.setattr(blocks, "FAST_MIN_BYTES", 0)
+
+
+def _line_reader_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    from acp_trace.trace import blocks
+
+    monkeypatch.setattr(blocks, "_fast", lambda *args: (None, 0))
+    monkeypatch.setattr(blocks, "_fast_rows", lambda *args: None)
+
+
+@pytest.mark.parametrize("columns", [True, False], ids=["columns", "row tuples"])
+@pytest.mark.parametrize("name", sorted(NEAR_MISSES))
+def test_native_path_reads_every_line_as_the_line_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, columns: bool
+) -> None:
+    """Among lines the native path reads (into columns, or into row tuples for a small
+    block), any near miss reads the same as by the line reader."""
+    from acp_trace.trace import blocks
+
+    monkeypatch.setattr(blocks, "FAST_MIN_BYTES", 0 if columns else 1 << 30)
+    ok = b'{"seq":%d,"t_ns":%d,"src":"agent","msg":' + UPDATE + b"}"
+    body = [ok % (i, i) for i in range(10, 200)]
+    body.insert(100, NEAR_MISSES[name])
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(HEAD + b"\n".join(body) + b"\n")
+    native = read_trace(path)
+    _line_reader_only(monkeypatch)
+    assert_frame_equal(native, read_trace(path))
+
+
+@pytest.mark.parametrize("min_bytes", [0, 1 << 30], ids=["columns", "row tuples"])
+def test_lines_as_written_take_the_native_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, min_bytes: int
+) -> None:
+    """The recorder's own lines never reach the line reader (but the header)."""
+    from acp_trace.trace import blocks as native
+    from acp_trace.trace import lines
+
+    monkeypatch.setattr(native, "FAST_MIN_BYTES", min_bytes)
+    calls: list[int] = []
+    original = lines.parse_line
+    monkeypatch.setattr(
+        lines, "parse_line", lambda *a, **k: calls.append(a[2]) or original(*a, **k)
+    )
+    from acp_trace.trace import blocks, native
+
+    monkeypatch.setattr(blocks, "parse_line", lines.parse_line)
+    monkeypatch.setattr(native, "parse_line", lines.parse_line)
+    body = [NEAR_MISSES["as written"], NEAR_MISSES["text"], NEAR_MISSES["t_ns null"]] * 50
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(HEAD + b"\n".join(body) + b"\n")
+    assert read_trace(path).height == 151
+    assert calls == [1]
+
+
+def _pool_cuts_small_ranges(monkeypatch: pytest.MonkeyPatch) -> None:
+    from acp_trace.trace import pool
+
+    monkeypatch.setattr(pool, "RANGE_BYTES", 4096)
+
+
+def test_workers_read_the_same_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Read in 2 processes (large files cut in byte ranges), the table is the same, row for row:
+    line numbers, damaged lines, a cut last line, skipped files and concatenated traces."""
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    ok = b'{"seq":%d,"t_ns":%d,"src":"agent","msg":' + UPDATE + b"}"
+    body = [ok % (i, i) for i in range(1, 400)]
+    body[50:50] = [NEAR_MISSES[n] for n in sorted(NEAR_MISSES) if n != "header again"]
+    (folder / "big.jsonl").write_bytes(HEAD + b"\n".join(body) + b"\n" + b'{"seq":9,"t_ns"')
+    (folder / "cat.jsonl").write_bytes(HEAD + b"\n".join(body[:300]) + b"\n" + HEAD + body[0])
+    (folder / "skip.jsonl").write_bytes(bytes(range(256)))
+    for i in range(30):
+        (folder / f"small{i:02d}.jsonl").write_bytes(HEAD + b"\n".join(body[i : i + 5]) + b"\n")
+    serial = read_trace(folder)
+    _pool_cuts_small_ranges(monkeypatch)
+    parallel = read_trace(folder, workers=2)
+    assert_frame_equal(serial, parallel)
+    assert serial.filter(pl.col("trace").str.ends_with("cat.jsonl#2")).height == 2
+    assert skipped_inputs(parallel).height == 1
+
+
+def test_workers_raise_for_a_file_named_that_is_no_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a pool too, a file named on its own that is no trace is an error, not a skip."""
+    (tmp_path / "a.jsonl").write_bytes(HEAD)
+    (tmp_path / "b.jsonl").write_bytes(b"\x00\x01 not a trace\n")
+    with pytest.raises(InputError, match=r"b\.jsonl"):
+        read_trace([tmp_path / "a.jsonl", tmp_path / "b.jsonl"], workers=2)
+
+
+def test_workers_none_reads_small_input_in_this_process(tmp_path: Path) -> None:
+    """`workers=None` starts no pool for an input too small to gain from one."""
+    from acp_trace.trace import pool
+    from acp_trace.trace.paths import find_traces
+
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(HEAD + NEAR_MISSES["as written"] + b"\n")
+    assert pool.choose_workers(find_traces([path]), None) == 1
+    assert pool.choose_workers(find_traces([path]), 3) == 3
+
+
+def test_fork_is_refused_once_polars_threads_run() -> None:
+    """A pool is forked only while no thread but the allocator's runs; after polars has run
+    in parallel, workers come from a fork server (a fork would deadlock in the child)."""
+    from acp_trace.trace import pool
+
+    pl.DataFrame({"a": list(range(200_000))}).sort("a").group_by("a").len()
+    assert not pool._fork_is_safe()
+    assert pool._context().get_start_method() == "forkserver"
+
+
+def test_a_fresh_process_forks_its_workers(tmp_path: Path) -> None:
+    """In a process where polars has not run yet (the CLI), workers are forked, and read the
+    same table as one process does."""
+    import subprocess
+    import sys
+
+    ok = b'{"seq":%d,"t_ns":%d,"src":"agent","msg":' + UPDATE + b"}"
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(HEAD + b"\n".join(ok % (i, i) for i in range(1, 300)) + b"\n")
+    script = f"""
+from acp_trace.trace import pool
+from acp_trace.trace.reader import read_trace
+pool.RANGE_BYTES = 4096
+assert pool._fork_is_safe() and pool._context().get_start_method() == "fork"
+parallel = read_trace({str(path)!r}, workers=2)
+assert parallel.equals(read_trace({str(path)!r})), "tables differ"
+print(parallel.height)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["300"]

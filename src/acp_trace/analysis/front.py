@@ -10,11 +10,12 @@ from typing import Any
 
 import polars as pl
 
-from acp_trace.analysis import checks, latency
+from acp_trace.analysis import checks, latency, phases
 from acp_trace.analysis.replays import Facts, collect, replays_table
 from acp_trace.analysis.timeline import timeline as build_timeline
+from acp_trace.analysis.timeline import untimed_traces
 from acp_trace.errors import UsageError
-from acp_trace.trace.reader import headers, read_trace
+from acp_trace.trace.reader import headers, read_trace, skipped_inputs
 
 Paths = str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
 
@@ -36,7 +37,13 @@ class Analysis:
 
     @cached_property
     def replays(self) -> pl.DataFrame:
-        return replays_table(self.timeline, self.facts)
+        table = replays_table(self.timeline, self.facts)
+        return table.hstack(phases.stderr_in_gaps(self.timeline, self.facts).get_columns())
+
+    @cached_property
+    def gap_phases(self) -> pl.DataFrame:
+        """The phases the agent's stderr names inside each replay's gap (analysis/phases.py)."""
+        return phases.gap_phases(self.timeline, self.facts)
 
     @cached_property
     def turn_facts(self) -> latency.TurnFacts:
@@ -47,6 +54,15 @@ class Analysis:
         return latency.turns_table(self.timeline, self.turn_facts)
 
     @cached_property
+    def skipped(self) -> pl.DataFrame:
+        """The files passed over while reading (`trace`, `problem`)."""
+        return skipped_inputs(self.records)
+
+    def untimed(self) -> list[str]:
+        """The traces without timestamps (ordering-only imports)."""
+        return untimed_traces(self.timeline)
+
+    @cached_property
     def headers(self) -> dict[str, dict[str, Any]]:
         return headers(self.records)
 
@@ -55,13 +71,12 @@ class Analysis:
             raise UsageError(f"--by {by}: expected one of {', '.join(latency.GROUPS)}")
         return latency.request_latency(self.timeline, by)
 
-    def findings(self, rules: list[str] | None = None, min_severity: str = "info") -> pl.DataFrame:
-        unknown = [r for r in rules or [] if r not in checks.RULES]
-        if unknown:
-            raise UsageError(f"unknown rule id {', '.join(unknown)}; see `acp-trace rules`")
-        if min_severity not in checks.SEVERITIES:
-            raise UsageError(f"--min-severity {min_severity}: expected error, warning or info")
-        ctx = checks.Context(self.timeline, self.facts, self.turn_facts, self.headers)
+    def findings(
+        self, rules: list[str] | None = None, min_severity: str = "info", *, schema: bool = True
+    ) -> pl.DataFrame:
+        """The check findings; `schema=False` skips the JSON Schema validation of messages."""
+        check_rule_filter(rules, min_severity)
+        ctx = checks.Context(self.timeline, self.facts, self.turn_facts, self.headers, schema)
         return checks.run_checks(ctx, rules, min_severity)
 
     def traces(self) -> pl.DataFrame:
@@ -72,23 +87,37 @@ class Analysis:
         )
 
 
+def check_rule_filter(rules: list[str] | None, min_severity: str) -> None:
+    """UsageError for an unknown rule id or severity."""
+    unknown = [r for r in rules or [] if r not in checks.RULES]
+    if unknown:
+        raise UsageError(f"unknown rule id {', '.join(unknown)}; see `acp-trace rules`")
+    if min_severity not in checks.SEVERITIES:
+        raise UsageError(f"--min-severity {min_severity}: expected error, warning or info")
+
+
 def analyze(
     paths: Paths | pl.DataFrame,
     *,
     marker_meta: str | None = None,
     fmt: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    workers: int | None = 1,
 ) -> Analysis:
-    """Read traces (or take a records DataFrame) and return their lazy Analysis."""
-    records = (
-        paths if isinstance(paths, pl.DataFrame) else read_trace(paths, fmt=fmt, progress=progress)
-    )
+    """Read traces (or take a records DataFrame) and return their lazy Analysis. `workers`
+    reads in that many processes (None: one per core when the input is large enough to gain
+    from it; see `read_trace`): the result is the same."""
+    if isinstance(paths, pl.DataFrame):
+        return Analysis(paths, marker_meta=marker_meta)
+    records = read_trace(paths, fmt=fmt, progress=progress, workers=workers)
     return Analysis(records, marker_meta=marker_meta)
 
 
-def replays_of(paths: Paths | pl.DataFrame, *, marker_meta: str | None = None) -> pl.DataFrame:
+def replays_of(
+    paths: Paths | pl.DataFrame, *, marker_meta: str | None = None, workers: int | None = 1
+) -> pl.DataFrame:
     """The replays table of some traces (one row per replaying request and session)."""
-    return analyze(paths, marker_meta=marker_meta).replays
+    return analyze(paths, marker_meta=marker_meta, workers=workers).replays
 
 
 def check(
@@ -97,11 +126,17 @@ def check(
     marker_meta: str | None = None,
     rules: list[str] | None = None,
     min_severity: str = "info",
+    schema: bool = True,
+    workers: int | None = 1,
 ) -> pl.DataFrame:
-    """The findings of every rule (or the selected ones) on some traces."""
-    return analyze(paths, marker_meta=marker_meta).findings(rules, min_severity)
+    """The findings of every rule (or the selected ones) on some traces; `schema=False` skips
+    the JSON Schema validation of every message (rules schema-invalid and caused-error)."""
+    a = analyze(paths, marker_meta=marker_meta, workers=workers)
+    return a.findings(rules, min_severity, schema=schema)
 
 
-def timeline_of(paths: Paths | pl.DataFrame, *, marker_meta: str | None = None) -> pl.DataFrame:
+def timeline_of(
+    paths: Paths | pl.DataFrame, *, marker_meta: str | None = None, workers: int | None = 1
+) -> pl.DataFrame:
     """The timeline table of some traces: records plus pairing, sessions and classes."""
-    return analyze(paths, marker_meta=marker_meta).timeline
+    return analyze(paths, marker_meta=marker_meta, workers=workers).timeline

@@ -14,6 +14,7 @@ def summarize(records: pl.DataFrame) -> pl.DataFrame:
     """One row per trace: agent, protocol, sessions, counts by method and update kind, and
     everything that went wrong while recording or reading (malformed lines, lost records, the
     recorder's errors and the agents it had to kill, a trace removed while recording)."""
+    records = records.filter(pl.col("kind") != "skipped")  # files that are no trace: not a row
     conns = connections(records)
     rows = []
     for trace, part in records.group_by("trace", maintain_order=True):
@@ -37,6 +38,7 @@ SUMMARY_SCHEMA: dict[str, Any] = {
     "malformed": pl.Int64,
     "malformed_lines": pl.List(pl.Int64),
     "lost_records": pl.Int64,
+    "lost_gaps": pl.Int64,  # runs of missing seq numbers the lost records fall in
     "dropped": pl.Int64,
     "tap_errors": pl.List(pl.Struct({"seq": pl.Int64, "message": pl.String})),
     "kills": pl.List(pl.Struct({"seq": pl.Int64, "signal": pl.Int64, "reason": pl.String})),
@@ -56,8 +58,9 @@ def _counts(part: pl.DataFrame, column: str) -> list[dict[str, Any]]:
 def _summary_row(trace: str, part: pl.DataFrame, conn: Connection) -> tuple[Any, ...]:
     messages = part.filter(pl.col("kind").is_in(["request", "response", "error", "notification"]))
     t = part["t_ns"].drop_nulls()
-    seqs = part["seq"].drop_nulls().unique()
+    seqs = part["seq"].drop_nulls().unique().sort()
     lost = int(seqs.max() - seqs.min() + 1 - seqs.len()) if seqs.len() else 0  # type: ignore[operator]
+    gaps = int((seqs.diff() > 1).sum()) if seqs.len() > 1 else 0
     events = part.filter(pl.col("kind") == "event")
     dropped = sum(
         loads(x).get("count", 0) for x in events.filter(pl.col("event") == "dropped")["text"]
@@ -83,6 +86,7 @@ def _summary_row(trace: str, part: pl.DataFrame, conn: Connection) -> tuple[Any,
         len(malformed),
         malformed,
         lost,
+        gaps,
         dropped,
         [{"seq": seq, "message": str(e.get("message"))} for seq, e in errors],
         [

@@ -30,7 +30,6 @@ from acp_trace.jsonrpc import (
     as_int,
     as_str,
     loads,
-    other_side,
 )
 
 
@@ -136,69 +135,71 @@ def _mark_meta_markers(df: pl.DataFrame, key: str) -> pl.DataFrame:
 
 
 def _pairs(df: pl.DataFrame) -> pl.DataFrame:
-    """Pair responses with requests of the other direction by id, per trace, in order."""
-    rpc = df.filter(pl.col("kind").is_in(["request", "response", "error"]))
-    out: dict[str, list[Any]] = {
-        "row": [],
-        "peer_row": [],
-        "request_method": [],
-        "latency_ms": [],
-        "orphan": [],
-        "duplicate_id": [],
-    }
-    pending: dict[tuple[str, str, str], list[tuple[int, str | None, float | None]]] = {}
-    cols = ("row", "trace", "src", "kind", "id", "method", "t_ms")
-    for row, trace, src, kind, mid, method, t_ms in rpc.select(cols).iter_rows():
-        if kind == "request":
-            key = (trace, src, mid)
-            queue = pending.setdefault(key, [])
-            _emit(out, row, None, None, None, False, bool(queue))
-            queue.append((row, method, t_ms))
-            continue
-        queue = pending.get((trace, other_side(src), mid), [])
-        if not queue:
-            _emit(out, row, None, None, None, orphan=mid != "null" or kind != "error", dup=False)
-            continue
-        req_row, req_method, req_t = queue.pop(0)
-        latency = None if t_ms is None or req_t is None else t_ms - req_t
-        _emit(out, row, req_row, req_method, latency, False, False)
-        _emit(out, req_row, row, None, latency, None, None)
-    frame = pl.DataFrame(
-        out,
-        schema={
-            "row": pl.UInt32,
-            "peer_row": pl.UInt32,
-            "request_method": pl.String,
-            "latency_ms": pl.Float64,
-            "orphan": pl.Boolean,
-            "duplicate_id": pl.Boolean,
-        },
-    )
-    # A request appears twice (once when sent, once when answered): keep the fullest facts.
-    return frame.group_by("row", maintain_order=True).agg(
-        pl.col("peer_row").drop_nulls().first(),
-        pl.col("request_method").drop_nulls().first(),
-        pl.col("latency_ms").drop_nulls().first(),
-        pl.col("orphan").drop_nulls().first(),
-        pl.col("duplicate_id").drop_nulls().first(),
-    )
+    """Pair responses with requests of the other direction by id, per trace, in order.
 
-
-def _emit(
-    out: dict[str, list[Any]],
-    row: int,
-    peer: int | None,
-    method: str | None,
-    latency: float | None,
-    orphan: bool | None,
-    dup: bool | None,
-) -> None:
-    for name, value in zip(
-        ("row", "peer_row", "request_method", "latency_ms", "orphan", "duplicate_id"),
-        (row, peer, method, latency, orphan, dup),
-        strict=True,
-    ):
-        out[name].append(value)
+    Each (trace, requesting side, id) is a queue: a request joins it, a response takes the
+    oldest request waiting (none waiting: the response is an orphan). Folded in polars: with
+    +1 per request and -1 per response, the queue's length after a row is the running sum
+    less its running minimum (when below 0); a response answers when the queue was not empty
+    before it, and the k-th response that answers takes the k-th request.
+    """
+    is_request = pl.col("kind") == "request"
+    side = (
+        pl.when(is_request)
+        .then(pl.col("src"))
+        .when(pl.col("src") == "client")
+        .then(pl.lit("agent"))
+        .otherwise(pl.lit("client"))
+    )
+    key = ["trace", "side", "id"]
+    total = pl.col("total")
+    rpc = (
+        df.filter(pl.col("kind").is_in(["request", "response", "error"]))
+        .select("row", "trace", "src", "kind", "id", "method", "t_ms")
+        .with_columns(side.alias("side"))
+        .with_columns(pl.when(is_request).then(1).otherwise(-1).cum_sum().over(key).alias("total"))
+        .with_columns((total - pl.min_horizontal(total.cum_min().over(key), 0)).alias("queue"))
+        .with_columns(pl.col("queue").shift(1).over(key).fill_null(0).alias("waiting"))
+        .with_columns((~is_request & (pl.col("waiting") > 0)).alias("answers"))
+        .with_columns(
+            pl.when(is_request)
+            .then(is_request.cum_sum().over(key))
+            .when(pl.col("answers"))
+            .then(pl.col("answers").cum_sum().over(key))
+            .alias("turn")
+        )
+    )
+    requests = rpc.filter(is_request).select(
+        *key, "turn", pl.col("row").alias("request"), "method", pl.col("t_ms").alias("sent")
+    )
+    pairs = (
+        rpc.filter("answers")
+        .select(*key, "turn", pl.col("row").alias("answer"), "t_ms")
+        .join(requests, on=[*key, "turn"], how="inner", nulls_equal=True)
+        .select("answer", "request", "method", (pl.col("t_ms") - pl.col("sent")).alias("took"))
+    )
+    out = rpc.join(
+        pairs.select(pl.col("answer").alias("row"), "request", "method", "took"),
+        on="row",
+        how="left",
+        maintain_order="left",
+        suffix="_asked",
+    ).join(
+        pairs.select(pl.col("request").alias("row"), "answer", pl.col("took").alias("waited")),
+        on="row",
+        how="left",
+        maintain_order="left",
+    )
+    unanswered = ~is_request & ~pl.col("answers")
+    orphan = unanswered & ((pl.col("id") != "null") | (pl.col("kind") != "error"))
+    return out.select(
+        pl.col("row").cast(pl.UInt32),
+        pl.coalesce("request", "answer").cast(pl.UInt32).alias("peer_row"),
+        pl.col("method_asked").cast(pl.String).alias("request_method"),
+        pl.coalesce("took", "waited").cast(pl.Float64).alias("latency_ms"),
+        orphan.alias("orphan"),
+        (is_request & (pl.col("waiting") > 0)).alias("duplicate_id"),
+    )
 
 
 def connections(records: pl.DataFrame) -> dict[str, Connection]:
@@ -258,3 +259,12 @@ def _connection(
         agent_version=as_str(info.get("version")),
         client=as_str(client_info.get("name")),
     )
+
+
+def untimed_traces(tl: pl.DataFrame) -> list[str]:
+    """Traces whose messages carry no timestamps (ordering-only imports)."""
+    messages = tl.filter(pl.col("kind").is_in(["request", "response", "error", "notification"]))
+    timed = messages.group_by("trace", maintain_order=True).agg(
+        pl.col("t_ns").is_not_null().any().alias("timed")
+    )
+    return timed.filter(~pl.col("timed"))["trace"].to_list()

@@ -1,6 +1,7 @@
 """The command line: parse options, call one library function, render. Only this package
 imports typer. Each module registers its commands on `app`, in the order `--help` lists them:
-record; the analysis commands; the commands that write files; import; the demo.
+record and mock (the two an editor starts); the analysis commands; diff; the commands that
+write files; import; the demo.
 
 `main` gives `acp-trace record ... -- AGENT` a fast path (record_fast.py) that loads neither
 typer nor a command module: an editor that starts an agent per thread waits for the agent,
@@ -17,7 +18,15 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without loading typing (start-up t
 if TYPE_CHECKING:
     from typing import Any
 
-COMMAND_MODULES = ("record", "analysis", "output", "importing", "demo")  # the --help order
+COMMAND_MODULES = (
+    "record",
+    "mock",
+    "analysis",
+    "diff",
+    "output",
+    "importing",
+    "demo",
+)  # the --help order
 
 
 def main() -> None:
@@ -49,4 +58,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'acp_trace.cli' has no attribute {name!r}")
 
 
-__all__ = ["analysis", "app", "demo", "importing", "main", "output", "record"]
+__all__ = ["analysis", "app", "demo", "diff", "importing", "main", "mock", "output", "record"]

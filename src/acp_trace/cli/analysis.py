@@ -1,8 +1,9 @@
-"""The analysis commands: summary, replays, check, timeline, latency and the rule catalogue."""
+"""The analysis commands: summary, replays, check, timeline, latency and the rule catalogue.
+Each one: options, one Analysis, one rendering."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
@@ -10,104 +11,175 @@ from acp_trace.cli.app import (
     Format,
     From,
     MarkerMeta,
+    Scheduler,
     Traces,
+    Workers,
     analyze_paths,
+    analyze_tables,
     app,
-    emit_frame,
-    progress_bar,
-    warn_skipped,
+    exit_if_failed,
 )
+from acp_trace.cli.terminal import Kind, emit, emit_table, width
+
+if TYPE_CHECKING:
+    import polars as pl
 
 
 @app.command()
-def summary(traces: Traces, source_format: From = None) -> None:
-    """Per trace: agent, protocol, sessions, message counts, duration, stderr and malformed lines."""
+def summary(traces: Traces, source_format: From = None, workers: Workers = 1) -> None:
+    """Per trace: agent, protocol, sessions, counts, duration, what went wrong; files skipped."""
     from acp_trace.analysis.summary import summarize
     from acp_trace.render.report import format_summary
-    from acp_trace.trace.reader import read_trace
+    from acp_trace.trace.reader import skipped_inputs
 
-    records = read_trace(traces, fmt=source_format, progress=progress_bar("reading"))
-    warn_skipped(records)
-    typer.echo(format_summary(summarize(records)), nl=False)
+    a = analyze_paths(traces, None, source_format, workers)
+    emit(format_summary(summarize(a.records), skipped_inputs(a.records)))
 
 
 @app.command()
 def replays(
     traces: Traces,
     fmt: Format = "table",
+    wide: Annotated[
+        bool, typer.Option("--wide", help="table: every column, however wide.")
+    ] = False,
+    columns: Annotated[
+        str | None,
+        typer.Option(
+            "--columns",
+            metavar="NAME,...",
+            help="table: these columns (names as in --format csv, and gap_ms).",
+        ),
+    ] = None,
     marker_meta: MarkerMeta = None,
     source_format: From = None,
+    workers: Workers = 1,
+    scheduler: Scheduler = None,
 ) -> None:
-    """One row per replaying request and session: outcome, timings (ms) and counts."""
-    a = analyze_paths(traces, marker_meta, source_format)
-    emit_frame(a.replays, fmt, "replays")
+    """One row per replaying request and session: outcome, the gap, timings (ms) and counts.
+
+    The table fits the terminal, slowest response first; json and csv hold every column.
+    """
+    from acp_trace.render.report import frame
+    from acp_trace.render.report.tables import replays_table
+
+    a = analyze_tables(traces, marker_meta, source_format, workers, scheduler)
+    if fmt == "table":
+        chosen = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
+        view = replays_table(a.replays, chosen, wide=wide, width=width(), untimed=a.untimed())
+        emit_table(view, fit=not wide)
+    else:
+        emit(frame(a.replays, fmt), "json" if fmt == "json" else "data")
+    exit_if_failed(a)
+
+
+CHECK_KINDS: dict[str, Kind] = {"text": "text", "json": "json", "junit": "data"}
 
 
 @app.command()
 def check(
     traces: Traces,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="text, json or junit.")] = "text",
-    rule: Annotated[list[str] | None, typer.Option("--rule", help="Only these rule ids.")] = None,
-    min_severity: Annotated[str, typer.Option("--min-severity")] = "info",
+    fmt: Annotated[
+        Literal["text", "json", "junit"], typer.Option("--format", "-f", help="Output format.")
+    ] = "text",
+    rule: Annotated[
+        list[str] | None,
+        typer.Option("--rule", metavar="ID", help="Only this rule (repeatable; see rules)."),
+    ] = None,
+    min_severity: Annotated[
+        Literal["error", "warning", "info"],
+        typer.Option("--min-severity", help="Leave out findings below this severity."),
+    ] = "info",
     marker_meta: MarkerMeta = None,
     source_format: From = None,
+    schema: Annotated[
+        bool,
+        typer.Option(
+            "--schema/--no-schema",
+            help="Validate every message against the ACP JSON Schema (schema-invalid, "
+            "caused-error).",
+        ),
+    ] = True,
+    workers: Workers = 1,
+    scheduler: Scheduler = None,
 ) -> None:
     """Evaluate every rule of the catalogue; exit 1 when there is an error finding."""
     from acp_trace.render import report as render
 
-    a = analyze_paths(traces, marker_meta, source_format)
-    findings = a.findings(rule, min_severity)
-    typer.echo(render.check_output(a, findings, fmt), nl=False)
+    a = analyze_tables(traces, marker_meta, source_format, workers, scheduler, schema=schema)
+    findings = a.findings(rule, min_severity, schema=schema)
+    emit(render.check_output(a, findings, fmt), CHECK_KINDS[fmt])
+    exit_if_failed(a)
     if findings.filter(findings["severity"] == "error").height:
         raise typer.Exit(1)
 
 
 @app.command()
 def timeline(
-    trace: Annotated[list[str], typer.Argument(help="Trace file(s).")],
-    session: Annotated[str | None, typer.Option(help="Only this session's messages.")] = None,
+    traces: Traces,
+    session: Annotated[
+        str | None, typer.Option(metavar="ID", help="Only this session's messages.")
+    ] = None,
     replays_only: Annotated[
         bool, typer.Option("--replays-only", help="Only replay windows.")
     ] = False,
     marker_meta: MarkerMeta = None,
     source_format: From = None,
+    workers: Workers = 1,
 ) -> None:
     """Print what happened, message by message, with replay windows and markers set off."""
     from acp_trace.render.report import format_timeline
 
-    a = analyze_paths(trace, marker_meta, source_format)
+    a = analyze_paths(traces, marker_meta, source_format, workers)
+    if session is not None:
+        require_session(a.timeline, session)
     text = format_timeline(a.timeline, a.facts.windows, session=session, replays_only=replays_only)
-    typer.echo(text, nl=False)
+    emit(text)
+
+
+def require_session(tl: pl.DataFrame, session: str) -> None:
+    """UsageError naming the sessions there are when `session` is none of them."""
+    from acp_trace.cli.choices import no_match
+
+    known = tl["session"].drop_nulls().unique(maintain_order=True).to_list()
+    if session not in known:
+        raise no_match("--session", session, "sessions of these traces", known)
 
 
 @app.command()
 def latency(
     traces: Traces,
-    by: Annotated[str, typer.Option("--by", help="Group by method, agent or trace.")] = "method",
+    by: Annotated[
+        Literal["method", "agent", "trace"], typer.Option("--by", help="Group requests by.")
+    ] = "method",
     fmt: Format = "table",
     source_format: From = None,
+    workers: Workers = 1,
+    scheduler: Scheduler = None,
 ) -> None:
     """Request-to-response latency per method, and prompt-turn phases."""
     from acp_trace.analysis.latency import turn_phases
+    from acp_trace.render import report as render
+    from acp_trace.render.report.tables import table
 
-    a = analyze_paths(traces, None, source_format)
+    a = analyze_tables(traces, None, source_format, workers, scheduler)
     requests = a.latency(by)
     phases = turn_phases(a.turns, by)
-    if fmt == "table":
-        emit_frame(requests, fmt)
-        if phases.height:
-            typer.echo("\nprompt turns (request to first agent chunk, acceptance, end of turn):")
-            emit_frame(phases, fmt)
+    if fmt != "table":
+        tables = {"requests": requests, "prompt_turns": phases}
+        emit(render.frames(tables, fmt), "json" if fmt == "json" else "data")
     else:
-        from acp_trace.render import report as render
-
-        typer.echo(render.frames({"requests": requests, "prompt_turns": phases}, fmt), nl=False)
+        emit_table(table(requests, fold=("method", "agent", "trace"), width=width()))
+        if phases.height:
+            emit("\nprompt turns (request to first agent chunk, acceptance, end of turn):\n")
+            emit_table(table(phases, fold=("agent", "trace"), width=width()))
+    exit_if_failed(a)
 
 
 @app.command()
 def rules() -> None:
     """List the rule catalogue: id, severity and what breaks it."""
-    from acp_trace.analysis.checks import RULES
+    from acp_trace.analysis.checks import CATALOGUE  # data only: no polars to load
 
-    for r in RULES.values():
-        typer.echo(f"{r.id:<30} {r.severity:<8} {r.summary}")
+    for r in CATALOGUE:
+        typer.echo(f"{r.id:<30} {r.severity:<8} {r.side:<7} {r.summary}")

@@ -1,50 +1,129 @@
 """The typer app every command module registers on, the options they share, and the entry
-point that turns acp-trace errors into one line and exit code 2. Only `acp_trace.cli` imports
-typer."""
+point that turns every error into one line and exit code 2. Only `acp_trace.cli` imports
+typer. What goes to the terminal goes through `acp_trace.cli.terminal`."""
 
 from __future__ import annotations
 
+import inspect
 import sys
 import traceback
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
+from typer.core import TyperGroup
 
 from acp_trace import __version__
 from acp_trace.errors import AcpTraceError
 
 if TYPE_CHECKING:  # the heavy modules load only when a command needs them
-    import polars as pl
-
     from acp_trace.analysis import Analysis
+    from acp_trace.fleet import FleetResult
+
+
+class _Root(TyperGroup):
+    """The root command. Its help lists the commands in HELP_PANELS groups, each with the
+    first paragraph of its help, whole, in click's plain format (typer gives it with
+    `rich_markup_mode=None`: no rich to import, nothing in a help text read as markup).
+    Built by `command()`, it makes a command only when it is run or its help shown
+    (`infos`: the registered commands by name), so a start builds one, not sixteen."""
+
+    infos: dict[str, Any] = {}  # noqa: RUF012 - set per instance by command()
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(self.infos) or super().list_commands(ctx)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name not in self.commands and cmd_name in self.infos:
+            made = typer.main.get_command_from_info(
+                self.infos[cmd_name], pretty_exceptions_short=True, rich_markup_mode=None
+            )
+            self.commands[cmd_name] = prepared(made)
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        helps = {name: _help_of(info) for name, info in self.infos.items() if not info.hidden}
+        if not self.infos:
+            helps = {n: c.help or "" for n, c in self.commands.items() if not c.hidden}
+        wide = max(map(len, helps), default=0)  # one column for every group
+        for title, names in HELP_PANELS.items():
+            rows = [(name.ljust(wide), _summary(helps[name])) for name in names if name in helps]
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
+
+def _help_of(info: Any) -> str:
+    return str(info.help or inspect.getdoc(info.callback) or "")
+
+
+def _summary(text: str) -> str:
+    """The first paragraph of a help text, on one line."""
+    return " ".join(text.split("\n\n", 1)[0].split())
+
 
 app = typer.Typer(
     name="acp-trace",
+    cls=_Root,
     help="Record and analyze Agent Client Protocol (ACP) traffic.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
 
+# `--help` lists the commands in these groups, in the order a user meets them.
+HELP_PANELS = {
+    "Record and replay": ("record", "mock"),
+    "Analyze traces": ("summary", "replays", "check", "timeline", "latency", "rules"),
+    "Compare runs": ("diff",),
+    "Write files": ("report", "plot", "export"),
+    "Convert other captures": ("import",),
+    "Try it": ("demo", "demo-agent", "demo-client"),
+}
 
 _DEBUG = {"on": False}
 
 
-Traces = Annotated[list[str], typer.Argument(help="Trace files, directories or globs.")]
+Traces = Annotated[
+    list[str], typer.Argument(metavar="TRACE", help="Trace files, directories or globs.")
+]
 
 
-Format = Annotated[str, typer.Option("--format", "-f", help="table, json or csv.")]
+Format = Annotated[
+    Literal["table", "json", "csv"], typer.Option("--format", "-f", help="Output format.")
+]
 
 
 MarkerMeta = Annotated[
     str | None,
-    typer.Option("--marker-meta", help="A `_meta` key that marks the end of a v1 load's replay."),
+    typer.Option(
+        "--marker-meta",
+        metavar="KEY",
+        help="A `_meta` key that marks the end of a v1 load's replay.",
+    ),
+]
+
+# The input formats (acp_trace.trace.importers.FORMATS; a test keeps the two equal). Listed
+# here so that `record` does not import the importers to build its options.
+SourceFormat = Literal["acp-trace", "jsonrpc", "zed", "conductor", "inspector", "thinkwell", "acpx"]
+From = Annotated[
+    SourceFormat | None,
+    typer.Option(
+        "--from",
+        metavar="FORMAT",
+        help="Input format: acp-trace, jsonrpc, zed, conductor or inspector "
+        "(default: detected from the content).",
+    ),
 ]
 
 
-From = Annotated[
-    str | None, typer.Option("--from", help="Input format (default: detected from the content).")
+Workers = Annotated[
+    int,
+    typer.Option(
+        "--workers",
+        min=1,
+        help="Processes that read the traces (the result is the same; see docs/performance.md).",
+    ),
 ]
 
 
@@ -59,54 +138,165 @@ def _root(
         raise typer.Exit(0)
 
 
-def progress_bar(label: str) -> Callable[[int, int], None] | None:
-    """A progress callback for long runs, drawn on stderr only when it is a terminal."""
-    if not sys.stderr.isatty():
-        return None
-
-    def show(done: int, total: int) -> None:
-        if total < 20:
-            return
-        end = "\n" if done == total else ""
-        sys.stderr.write(f"\r{label}: {done}/{total} traces{end}")
-        sys.stderr.flush()
-
-    return show
-
-
 def analyze_paths(
-    traces: list[str], marker_meta: str | None = None, fmt: str | None = None
+    traces: list[str],
+    marker_meta: str | None = None,
+    fmt: str | None = None,
+    workers: int | None = 1,
 ) -> Analysis:
+    """Read traces (with a progress bar on a terminal), warn about each file skipped, and
+    return their Analysis: the one every command builds its output from."""
     from acp_trace.analysis import analyze
+    from acp_trace.cli.terminal import progress_bar, warn_skipped
 
-    a = analyze(traces, marker_meta=marker_meta, fmt=fmt, progress=progress_bar("reading"))
+    with progress_bar("reading") as progress:
+        a = analyze(traces, marker_meta=marker_meta, fmt=fmt, progress=progress, workers=workers)
     warn_skipped(a.records)
     return a
 
 
-def warn_skipped(records: pl.DataFrame) -> None:
-    """One line on stderr per file passed over while reading (the rest was analyzed)."""
-    from acp_trace.trace.reader import skipped_inputs
+Scheduler = Annotated[
+    str | None,
+    typer.Option(
+        metavar="ADDRESS",
+        help="Analyze on this Dask scheduler (tcp://HOST:PORT), partition by partition; needs "
+        "pip install 'acp-trace[fleet]'. The output is the same as a local run's.",
+    ),
+]
 
-    for trace, problem in skipped_inputs(records).rows():
-        sys.stderr.write(f"acp-trace: skipped {trace}: {problem}\n")
+
+def analyze_tables(
+    traces: list[str],
+    marker_meta: str | None = None,
+    fmt: str | None = None,
+    workers: int | None = 1,
+    scheduler: str | None = None,
+    *,
+    schema: bool = True,
+) -> Analysis | FleetResult:
+    """The Analysis, or with `scheduler` a fleet run's tables (the same rows, from Dask)."""
+    if scheduler is None:
+        return analyze_paths(traces, marker_meta, fmt, workers)
+    from acp_trace.cli.terminal import warn
+    from acp_trace.fleet import run
+
+    result = run(traces, scheduler=scheduler, marker_meta=marker_meta, fmt=fmt, schema=schema)
+    for trace, problem in result.skipped.rows():
+        warn(f"skipped {trace}: {problem}")
+    for trace, problem in result.failed.rows():
+        warn(f"could not analyze {trace}: {problem}")
+    return result
 
 
-def emit_frame(df: pl.DataFrame, fmt: str, table: str | None = None) -> None:
-    from acp_trace.render import report as render
+def exit_if_failed(tables: Analysis | FleetResult) -> None:
+    """Exit 2 after the output when a fleet run could not analyze some files."""
+    failed = getattr(tables, "failed", None)
+    if failed is not None and failed.height:
+        raise typer.Exit(2)
 
-    typer.echo(render.frame(df, fmt, table), nl=False)
+
+def command() -> Any:
+    """The click command of the app: the root alone, whose commands are made when they are
+    run (`_Root`), grouped for `--help` (HELP_PANELS), flags shown without a type."""
+    arrange_commands()
+    shell = typer.Typer(
+        name=app.info.name,
+        cls=_Root,
+        help=app.info.help,
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+    )
+    shell.registered_callback = app.registered_callback
+    root = typer.main.get_command(shell)
+    assert isinstance(root, _Root)
+    root.infos = {_name_of(info): info for info in app.registered_commands}
+    return prepared(root)
+
+
+def prepared(cmd: Any) -> Any:
+    """A command whose flags show no type (typer would show `<bool>`) and are not coerced,
+    and whose options' `[default: ...]` are never broken across lines."""
+    help_option = cmd.get_help_option(typer.Context(cmd))
+    for param in [*cmd.params, *([help_option] if help_option else [])]:
+        if getattr(param, "is_flag", False):
+            param.metavar = ""
+            _plain_flag(param)
+        _whole_extra(param)
+    return cmd
+
+
+def _whole_extra(param: Any) -> None:
+    """The `[default: 3.0; x>=0.0]` after an option's help, joined by no-break spaces: the
+    help formatter wraps at spaces only, so the bracket stays on one line."""
+    record = param.get_help_record
+
+    def whole(ctx: Any) -> Any:
+        found = record(ctx)
+        if found is None:
+            return None
+        names, text = found
+        head, sep, extra = text.rpartition("  [")
+        if sep and extra.endswith("]"):
+            text = f"{head}  [{extra.replace(' ', NO_BREAK)}"
+        return names, text
+
+    param.get_help_record = whole
+
+
+NO_BREAK = "\N{NO-BREAK SPACE}"
+
+
+def _plain_flag(param: Any) -> None:
+    """A flag's value is a bool or nothing: typer's coercion of it (which builds a pydantic
+    adapter, 50 ms of imports, for a flag that was not given) is passed by."""
+    from typer._coercion import PassThroughRuntimeParam
+
+    descriptor = getattr(param, "type_descriptor", None)
+    if descriptor is not None and descriptor.annotation is bool:
+        param._runtime_param = PassThroughRuntimeParam(descriptor.parameter_info, bool)
+
+
+def arrange_commands() -> None:
+    """Put the registered commands in HELP_PANELS order, each with its panel."""
+    order = [name for names in HELP_PANELS.values() for name in names]
+    panel = {name: title for title, names in HELP_PANELS.items() for name in names}
+    app.registered_commands.sort(key=lambda info: order.index(_name_of(info)))
+    for info in app.registered_commands:
+        info.rich_help_panel = panel[_name_of(info)]
+
+
+def _name_of(info: Any) -> str:
+    return str(info.name or info.callback.__name__.replace("_", "-"))
 
 
 def main() -> None:
-    """Entry point: run the app and turn acp-trace errors into `acp-trace: ...` and exit 2.
+    """Entry point: run the app; usage errors and acp-trace errors become one line
+    `acp-trace: ...` on stderr and exit code 2 (a traceback too with --debug)."""
+    from acp_trace.cli.terminal import usage_message
 
-    Typer's standalone mode already maps usage errors to exit 2 and `typer.Exit` to its code.
-    """
     try:
-        app()
+        code = command().main(args=sys.argv[1:], prog_name="acp-trace", standalone_mode=False)
+    except typer.Abort:
+        code = 130
     except AcpTraceError as exc:
-        if _DEBUG["on"]:
-            traceback.print_exc()
-        sys.stderr.write(f"acp-trace: {exc}\n")
-        sys.exit(2)
+        code = _fail(str(exc))
+    except Exception as exc:
+        message = usage_message(exc)
+        if message is None:
+            raise
+        if not message:  # no arguments at all: the help (its text is the error's)
+            typer.echo(exc.format_message())  # type: ignore[attr-defined]
+        code = _fail(message, getattr(exc, "exit_code", 2))
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _fail(message: str, code: int = 2) -> int:
+    from acp_trace.render.escape import terminal
+
+    if _DEBUG["on"]:
+        traceback.print_exc()
+    if message:
+        sys.stderr.write(f"acp-trace: {terminal(message)}\n")
+    return code

@@ -2,52 +2,76 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from acp_trace.cli.app import app
+from acp_trace.cli.terminal import warn
 
 Faults = Annotated[
     list[str] | None,
-    typer.Option("--fault", help="Break one rule on purpose (repeatable); see --list-faults."),
+    typer.Option(
+        "--fault", metavar="RULE", help="Break one rule on purpose (repeatable); see --list-faults."
+    ),
 ]
+GAP_FORMS = "SECONDS (0.5), uniform:A,B, lognormal:MU,SIGMA (lognormal:0.7,0.5) or exponential:MEAN"
+
+
+def _check_gap(value: str) -> str:
+    """--gap as the agent reads it, or a usage error that shows what it must look like."""
+    from acp_trace.demo.history import parse_gap
+
+    try:
+        parse_gap(value)
+    except ValueError:
+        raise typer.BadParameter(f"{value!r}: expected {GAP_FORMS}") from None
+    return value
 
 
 @app.command()
 def demo(
     out: Annotated[
-        Path | None, typer.Option("-o", "--out", help="Keep the traces and report here.")
+        Path | None,
+        typer.Option("-o", "--out", metavar="DIR", help="Keep the traces and report here."),
     ] = None,
 ) -> None:
     """Record the demo client and agent through the tap, then summarize and write the report."""
     import tempfile
 
+    from acp_trace.cli.terminal import emit, steps, width
     from acp_trace.demo import run as demo_mod
 
     folder = out or Path(tempfile.mkdtemp(prefix="acp-trace-demo-"))  # kept: it has the report
-    traces = demo_mod.run_demo(folder)
-    typer.echo(f"recorded {len(traces)} traces in {folder}")
-    typer.echo(demo_mod.build_outputs(traces, folder), nl=False)
+    with steps("demo") as progress:
+        traces = demo_mod.run_demo(folder, progress=progress)
+        progress(len(traces), len(traces), f"recorded {len(traces)} traces in {folder}")
+        made = demo_mod.build_outputs(traces, folder, progress=progress, width=width())
+    files = made.report
+    where = f"\nReport: {files.html} (also {files.markdown.name}, {len(files.charts)} charts)\n"
+    emit(made.summary + where)
 
 
 @app.command("demo-agent")
 def demo_agent(
-    turns: Annotated[int, typer.Option(help="Turns of fabricated history per session.")] = 3,
-    pace: Annotated[float, typer.Option(help="Seconds between two replayed updates.")] = 0.0,
+    turns: Annotated[int, typer.Option(min=0, help="Turns of fabricated history per session.")] = 3,
+    pace: Annotated[float, typer.Option(min=0, help="Seconds between two replayed updates.")] = 0.0,
     gap: Annotated[
         str,
         typer.Option(
-            help="Marker to response delay: SECONDS, uniform:A,B, lognormal:MU,SIGMA, "
-            "exponential:MEAN."
+            metavar="SPEC",
+            callback=_check_gap,
+            help=f"Marker to response delay: {GAP_FORMS}.",
         ),
     ] = "0",
     seed: Annotated[int, typer.Option(help="Seed of the random delays.")] = 0,
-    children: Annotated[int, typer.Option(help="Child sessions per session (v2 replay).")] = 0,
+    children: Annotated[
+        int, typer.Option(min=0, help="Child sessions per session (v2 replay).")
+    ] = 0,
     session: Annotated[
-        list[str] | None, typer.Option(help="A session id the agent knows (repeatable).")
+        list[str] | None,
+        typer.Option(metavar="ID", help="A session id the agent knows (repeatable)."),
     ] = None,
     fault: Faults = None,
     list_faults: Annotated[bool, typer.Option("--list-faults", help="List faults, exit.")] = False,
@@ -76,15 +100,25 @@ def demo_agent(
 
 @app.command("demo-client")
 def demo_client(
-    command: Annotated[list[str], typer.Argument(help="The agent command, after `--`.")],
-    protocol: Annotated[int, typer.Option(help="ACP version to ask for (1 or 2).")] = 2,
-    resumes: Annotated[int, typer.Option(help="Replaying resumes (v2) or loads (v1).")] = 1,
-    session: Annotated[str | None, typer.Option(help="Resume this session (else new).")] = None,
+    command: Annotated[
+        list[str], typer.Argument(metavar="AGENT", help="The agent command, after `--`.")
+    ],
+    protocol: Annotated[
+        int, typer.Option(min=1, max=2, help="ACP version to ask for (1 or 2).")
+    ] = 2,
+    resumes: Annotated[int, typer.Option(min=0, help="Replaying resumes (v2) or loads (v1).")] = 1,
+    session: Annotated[
+        str | None, typer.Option(metavar="ID", help="Resume this session (else new).")
+    ] = None,
     cwd: Annotated[str | None, typer.Option(help="cwd sent to the agent.")] = None,
     prompt: Annotated[str | None, typer.Option(help="Send this prompt first.")] = None,
     cursor: Annotated[str, typer.Option(help="v2 replayFrom type; `none` omits it.")] = "start",
-    timeout: Annotated[float, typer.Option(help="Seconds to wait for each response.")] = 60.0,
-    grace: Annotated[float, typer.Option(help="Seconds between closing stdin and SIGTERM.")] = 5.0,
+    timeout: Annotated[
+        float, typer.Option(min=0, help="Seconds to wait for each response.")
+    ] = 60.0,
+    grace: Annotated[
+        float, typer.Option(min=0, help="Seconds between closing stdin and SIGTERM.")
+    ] = 5.0,
     save: Annotated[Path | None, typer.Option(help="Save every byte received.")] = None,
     save_sent: Annotated[Path | None, typer.Option(help="Save every byte sent.")] = None,
     summary: Annotated[bool, typer.Option(help="Print one line per request.")] = False,
@@ -111,5 +145,5 @@ def demo_client(
     if summary:
         typer.echo(client.format_result(result), nl=False)
     if not result.finished:
-        sys.stderr.write(f"acp-trace: demo-client: {result.problem}\n")
+        warn(f"demo-client: {result.problem}")
         raise typer.Exit(1)

@@ -1,91 +1,205 @@
-"""The commands that write files: report, plot, export."""
+"""The commands that write files: report, plot, export. Every path is checked before the
+traces are read (a wrong kind of `-o` costs no analysis) and written by `acp_trace.files`."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from acp_trace.cli.app import (
-    From,
-    MarkerMeta,
-    Traces,
-    app,
-    progress_bar,
-)
+from acp_trace.cli.app import From, MarkerMeta, Scheduler, Traces, analyze_paths, app
+from acp_trace.cli.terminal import emit, step
+from acp_trace.errors import UsageError
+
+if TYPE_CHECKING:
+    from acp_trace.analysis import Analysis
+    from acp_trace.render.plots import Pick
 
 
 @app.command()
 def report(
     traces: Traces,
-    output: Annotated[Path, typer.Option("-o", "--output", help="The report's directory.")],
+    output: Annotated[
+        str, typer.Option("-o", "--output", metavar="DIR", help="The report's directory.")
+    ],
     marker_meta: MarkerMeta = None,
     source_format: From = None,
 ) -> None:
     """Write a bug report: report.md for an issue, report.html, and the charts beside them."""
     import shlex
 
-    from acp_trace.render.report.bundle import report as write_report
+    from acp_trace.files import check_directory_target
+    from acp_trace.render.report.bundle import write_report
 
+    check_directory_target(output)
+    a = analyze_paths(traces, marker_meta, source_format)
     command = shlex.join(["acp-trace", *sys.argv[1:]])
-    files = write_report(
-        traces,
-        output,
-        command=command,
-        marker_meta=marker_meta,
-        fmt=source_format,
-        progress=progress_bar("reading"),
-    )
-    typer.echo(f"wrote {files.markdown}, {files.html} and {len(files.charts)} charts")
+    with step("writing the report (charts, report.md, report.html)"):
+        files = write_report(a, output, command=command)
+    emit(f"wrote {files.markdown}, {files.html}, {files.csv} and {len(files.charts)} charts\n")
+
+
+Kind = Literal["gap", "replay", "latency"]
 
 
 @app.command()
 def plot(
     traces: Traces,
-    output: Annotated[Path, typer.Option("-o", "--output", help="FILE.png or FILE.svg.")],
-    kind: Annotated[str, typer.Option("--kind", help="gap, replay or latency.")] = "gap",
-    session: Annotated[str | None, typer.Option(help="replay: this session's replay.")] = None,
-    request: Annotated[str | None, typer.Option(help="replay: the request with this id.")] = None,
-    trace: Annotated[str | None, typer.Option(help="replay: in this trace (path or name).")] = None,
+    output: Annotated[
+        str,  # not a Path: a trailing / says "a directory"
+        typer.Option(
+            "-o", "--output", metavar="FILE", help="FILE.png or FILE.svg; DIR/ writes DIR/KIND.png."
+        ),
+    ],
+    kind: Annotated[Kind, typer.Option("--kind", help="Which chart.")] = "gap",
+    session: Annotated[
+        str | None, typer.Option(metavar="ID", help="replay: this session's replay.")
+    ] = None,
+    request: Annotated[
+        str | None, typer.Option(metavar="ID", help="replay: the request with this id.")
+    ] = None,
+    trace: Annotated[
+        str | None, typer.Option(metavar="TRACE", help="replay: in this trace (path or name).")
+    ] = None,
     marker_meta: MarkerMeta = None,
     source_format: From = None,
 ) -> None:
     """Draw a chart: the replay gap distribution, one replay's timeline, or latency."""
-    from acp_trace.render.plots import plot as draw
+    from acp_trace.render import plots
 
-    path = draw(
-        traces,
-        output,
-        kind,
-        session=session,
-        request=request,
-        trace=trace,
-        marker_meta=marker_meta,
-        fmt=source_format,
-        progress=progress_bar("reading"),
-    )
-    typer.echo(f"wrote {path}")
+    if kind != "replay" and any(v is not None for v in (session, request, trace)):
+        raise UsageError(
+            f"--session, --request and --trace choose a replay: use --kind replay, not {kind}"
+        )
+    target = chart_target(output, kind)
+    a = analyze_paths(traces, marker_meta, source_format)
+    pick = plots.Pick(session=session, request=request, trace=trace)
+    require_drawable(a, kind, pick)
+    path = plots.save(plots.figure(a, kind, session=session, request=request, trace=trace), target)
+    emit(f"wrote {path}\n")
+
+
+def chart_target(output: str, kind: str) -> Path:
+    """The chart's file: `output`, or DIR/KIND.png when `output` is a directory (or ends in
+    `/`); checked (suffix, kind of path, its directory) before anything is read."""
+    from acp_trace.files import check_file_target, output_dir, wants_directory
+    from acp_trace.render.plots import SUFFIXES
+
+    if wants_directory(output):
+        return output_dir(output, private=False) / f"{kind}.png"
+    target = Path(output)
+    if target.suffix.lower() not in SUFFIXES:
+        raise UsageError(f"-o {target}: expected a file name ending in .png or .svg")
+    check_file_target(target)
+    return target
+
+
+def require_drawable(a: Analysis, kind: str, pick: Pick) -> None:
+    """UsageError when the chart would be empty for want of input: no trace has timestamps.
+    (A replay selector that matches nothing is refused by the picker, with the choices.)"""
+    from acp_trace.analysis.timeline import untimed_traces
+
+    untimed = set(untimed_traces(a.timeline))
+    traces = a.timeline["trace"].unique(maintain_order=True).to_list()
+    if traces and all(t in untimed for t in traces):
+        names = ", ".join(traces[:3]) + (", ..." if len(traces) > 3 else "")
+        raise UsageError(
+            f"{names}: no timestamps (ordering-only), so no chart; "
+            "replays, check and timeline still apply"
+        )
+    # A selector that matches nothing is the replay picker's to say (choose_window).
 
 
 @app.command()
 def export(
     traces: Traces,
-    output: Annotated[Path, typer.Option("-o", "--output", help="A directory, or FILE.json.")],
-    fmt: Annotated[str, typer.Option("--format", "-f", help="parquet, csv or perfetto.")],
+    fmt: Annotated[
+        Literal["parquet", "csv", "perfetto", "otlp"],
+        typer.Option("--format", "-f", help="Format."),
+    ],
+    output: Annotated[
+        str | None,  # not a Path: a trailing / says "a directory"
+        typer.Option(
+            "-o",
+            "--output",
+            metavar="PATH",
+            help="parquet, csv: a directory; perfetto, otlp: FILE.json, or DIR/ for "
+            "DIR/trace.json (DIR/spans.json).",
+        ),
+    ] = None,
+    dataset: Annotated[
+        str | None,
+        typer.Option(
+            metavar="DIR",
+            help="parquet: append to this hive-partitioned dataset instead of writing -o "
+            "(docs/dataset.md); traces it already holds are not written again.",
+        ),
+    ] = None,
+    scheduler: Scheduler = None,
     marker_meta: MarkerMeta = None,
     source_format: From = None,
 ) -> None:
-    """Export records, replays and findings (Parquet, CSV) or a Perfetto trace (JSON)."""
-    from acp_trace.render.export import export as write_export
+    """Export records, replays and findings (Parquet, CSV, a growing Parquet dataset), a
+    Perfetto trace or OpenTelemetry spans (OTLP/JSON)."""
+    from acp_trace.files import check_directory_target, check_file_target, wants_directory
+    from acp_trace.render.export import write_export
 
-    written = write_export(
+    if dataset is not None:
+        if fmt != "parquet" or output is not None:
+            raise UsageError("--dataset DIR goes with --format parquet and without -o")
+        append_dataset(traces, dataset, scheduler, marker_meta, source_format)
+        return
+    if output is None:
+        raise UsageError(f"--format {fmt} needs -o PATH (or, for parquet, --dataset DIR)")
+    if scheduler is not None:
+        raise UsageError("--scheduler goes with --dataset (the workers write the dataset)")
+    if fmt in ("parquet", "csv") or wants_directory(output):
+        check_directory_target(output)
+    else:
+        check_file_target(output)
+    a = analyze_paths(traces, marker_meta, source_format)
+    written = write_export(a, fmt, output)
+    emit(f"wrote {', '.join(str(p) for p in written)}\n")
+    if fmt == "otlp":
+        from acp_trace.cli.terminal import warn
+        from acp_trace.render.otlp import otlp_document
+
+        for trace in otlp_document(a)[1]:
+            warn(f"left out {trace}: no start time or no timestamps, so no span can be placed")
+
+
+def append_dataset(
+    traces: list[str],
+    dataset: str,
+    scheduler: str | None,
+    marker_meta: str | None,
+    source_format: str | None,
+) -> None:
+    """`export --format parquet --dataset DIR`: here in one process, or by the workers of a
+    Dask cluster (each appends its own partition)."""
+    from acp_trace.cli.terminal import warn
+    from acp_trace.fleet import run
+
+    result = run(
         traces,
-        fmt,
-        output,
+        scheduler=scheduler,
+        workers=None if scheduler else 1,
+        partitions=None if scheduler else 1,
         marker_meta=marker_meta,
-        source_format=source_format,
-        progress=progress_bar("reading"),
+        fmt=source_format,
+        dataset=dataset,
     )
-    typer.echo(f"wrote {', '.join(str(p) for p in written)}")
+    for trace, problem in result.skipped.rows():
+        warn(f"skipped {trace}: {problem}")
+    for trace, problem in result.failed.rows():
+        warn(f"could not analyze {trace}: {problem}")
+    w = result.written
+    emit(
+        f"{dataset}: {w.get('traces', 0)} new traces ({w.get('known', 0)} already in the "
+        f"dataset): {w.get('records', 0)} records, {w.get('replays', 0)} replays, "
+        f"{w.get('findings', 0)} findings, {w.get('turns', 0)} turns\n"
+    )
+    if result.failed.height:
+        raise typer.Exit(2)

@@ -33,6 +33,14 @@ def record(
     no_redact: Annotated[
         bool, typer.Option("--no-redact", help="Record secrets (MCP env/headers, credentials).")
     ] = False,
+    redact_stderr: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--redact-stderr",
+            metavar="PATTERN",
+            help="Replace matches of this regex in recorded stderr lines (repeatable).",
+        ),
+    ] = None,
     max_record_bytes: Annotated[
         int,
         typer.Option(
@@ -67,6 +75,7 @@ def record(
         output=output,
         directory=directory,
         redact=not no_redact,
+        redact_stderr=tuple(redact_stderr or ()),
         max_record_bytes=max_record_bytes,
         grace=grace,
         queue_bytes=queue_bytes,

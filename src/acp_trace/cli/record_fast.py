@@ -5,7 +5,8 @@ both paths share.
 options are all in OPTIONS with well-formed values, and runs it (then exits); for anything
 else (help, an unknown or malformed option, another command) it returns and the typer app
 parses the line, with its usual help and errors. OPTIONS must name every option of the typer
-`record` command (tests/cli/test_record_fast.py checks it), so both paths mean the same.
+`record` command (tests/cli/test_record_fast.py checks it), so both paths mean the same: a
+new option of `record` needs a row here (and its name in REPEATED if it may be repeated).
 """
 
 from __future__ import annotations
@@ -43,11 +44,14 @@ def _seconds(text: str) -> float:
     return value
 
 
+# A repeatable option (`--x A --x B`) is listed in REPEATED; its field gets a tuple of values.
+REPEATED = frozenset({"--redact-stderr"})
 OPTIONS: dict[str, tuple[str, Reader]] = {
     "-o": ("output", _path),
     "--output": ("output", _path),
     "--dir": ("directory", _path),
     "--no-redact": ("redact", None),
+    "--redact-stderr": ("redact_stderr", str),
     "--max-record-bytes": ("max_record_bytes", _count(0)),
     "--grace": ("grace", _seconds),
     "--queue-bytes": ("queue_bytes", _count(1)),
@@ -78,9 +82,13 @@ def parse(argv: list[str]) -> dict[str, Any] | None:
                 return None
             inline, i = options[i + 1], i + 1
         try:
-            fields[field] = read(inline)
+            value = read(inline)
         except ValueError:
             return None
+        if name in REPEATED:
+            fields[field] = (*fields.get(field, ()), value)
+        else:
+            fields[field] = value
         i += 1
     return fields
 

@@ -2,9 +2,10 @@
 
 `acp-trace demo-agent` serves initialize, session/new, session/prompt (echo), v1 session/load
 and session/resume, v2 session/resume with `replayFrom: {"type": "start"}` (replay, children,
-`replay_complete`, then a `state_update` snapshot, then the response). Faults named after the
-rule ids (rules.md) make it break exactly one rule each. Built on a small JSON-RPC loop of its
-own: the official Python SDK speaks v1 only.
+`replay_complete`, then a `state_update` snapshot, then the response). Its correct traffic
+matches the official ACP JSON Schema of the negotiated version (v1 and v2; tests/demo check
+it); faults named after the rule ids (rules.md) make it break exactly one rule each. Built on
+a small JSON-RPC loop of its own: the official Python SDK speaks v1 only.
 """
 
 from __future__ import annotations
@@ -17,12 +18,22 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from acp_trace import __version__
-from acp_trace.demo.history import Session, Step, fabricate, history_steps, marker, parse_gap
-from acp_trace.demo.history import replay_plan as _replay_plan
+from acp_trace.demo import faults as fault_kit
+from acp_trace.demo.faults import bend
+from acp_trace.demo.history import Session, fabricate, marker, replay_window, resume_window, state
 from acp_trace.demo.rpc import ConnectionClosed, Endpoint, Message
+from acp_trace.demo.window import (
+    CRASH_EXIT_CODE,
+    Action,
+    Crash,
+    Pause,
+    Step,
+    Window,
+    parse_gap,
+    permission_params,
+)
 from acp_trace.jsonrpc import (
     CANCEL_METHOD,
-    INTERNAL_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
     PARSE_ERROR,
@@ -32,27 +43,10 @@ from acp_trace.jsonrpc import (
 )
 
 AGENT_NAME = "acp-trace-demo-agent"
-CRASH_EXIT_CODE = 3
+__all__ = ["CRASH_EXIT_CODE", "FAULTS", "AgentOptions", "DemoAgent", "run_agent"]
 
-FAULTS: dict[str, str] = {
-    "marker-missing": "v2 replay without the replay_complete marker",
-    "marker-late": "the marker comes after the response",
-    "marker-duplicate": "two markers for one resume",
-    "marker-unexpected": "a marker on session/new and on a resume without cursor",
-    "marker-with-rejection": "the whole replay and its marker, then -32602",
-    "live-before-marker": "an available_commands_update before the replayed history",
-    "request-before-marker": "a session/request_permission in the middle of the replay",
-    "child-marker-missing": "child sessions get no marker (implies one child at least)",
-    "child-marker-before-announce": "a child's replay and marker come before its subagent_update",
-    "state-snapshot-missing": "no state_update before the resume response",
-    "message-id-missing": "v2 replayed messages carry no messageId",
-    "replay-without-cursor": "a resume without cursor (v1: session/resume) replays the history",
-    "load-updates-after-response": "v1 load: the response after the first update, then the rest",
-    "crash-mid-replay": f"exit with code {CRASH_EXIT_CODE} in the middle of the replay",
-    "error-after-marker": "the replay and its marker, then -32603",
-    "non-json-line": "a line of plain text on stdout after the initialize response",
-    "orphan-response": "a response to no request after the initialize response",
-}
+# name -> what it does (demo/faults.py holds the catalogue the mock shares)
+FAULTS: dict[str, str] = {name: fault.says for name, fault in fault_kit.FAULTS.items()}
 _CHILD_FAULTS = frozenset({"child-marker-missing", "child-marker-before-announce"})
 
 
@@ -62,16 +56,14 @@ class AgentOptions:
 
     turns: int = 3
     pace: float = 0.0  # seconds between two replayed updates
-    gap: str = "0"  # marker (v1: last update) to response, see demo_history.parse_gap
+    gap: str = "0"  # marker (v1: last update) to response, see faults.parse_gap
     seed: int = 0
     children: int = 0
     sessions: tuple[str, ...] = ("sess_demo",)
-    faults: frozenset[str] = field(default_factory=frozenset)
+    faults: frozenset[str] = field(default_factory=frozenset)  # NAME or NAME:N
 
     def __post_init__(self) -> None:
-        unknown = sorted(self.faults - FAULTS.keys())
-        if unknown:
-            raise ValueError(f"unknown fault {unknown[0]!r}; known: {', '.join(FAULTS)}")
+        fault_kit.parse_faults(sorted(self.faults))
         parse_gap(self.gap)
 
 
@@ -80,8 +72,8 @@ class DemoAgent:
 
     def __init__(self, options: AgentOptions, reader: IO[bytes], writer: IO[bytes]) -> None:
         self.opts = options
-        self.faults = options.faults
-        self.children = max(options.children, 1 if options.faults & _CHILD_FAULTS else 0)
+        self.faults = fault_kit.parse_faults(sorted(options.faults))
+        self.children = max(options.children, 1 if self.faults.names & _CHILD_FAULTS else 0)
         self.protocol = 1
         self.rng = random.Random(options.seed)
         self.gap = parse_gap(options.gap)
@@ -167,10 +159,10 @@ class DemoAgent:
             " ".join(str(b.get("text", "")) for b in blocks or [] if isinstance(b, dict))
             or "(empty prompt)"
         )
+        turn = len(session.turns)
         if self.protocol >= 2:
-            self.rpc.respond(rid, {})
-            self._state(session.sid, "running")
-        message_id = f"{session.sid}-a{len(session.turns)}"
+            self._accept(rid, session, turn, text)
+        message_id = f"{session.sid}-a{turn}"
         for word in text.split(" "):
             chunk: dict[str, Any] = {"type": "text", "text": word + " "}
             update = {"sessionUpdate": "agent_message_chunk", "content": chunk}
@@ -183,20 +175,21 @@ class DemoAgent:
         else:
             self.rpc.respond(rid, {"stopReason": "end_turn"})
 
+    def _accept(self, rid: Any, session: Session, turn: int, text: str) -> None:
+        """v2: the prompt is accepted with the id of the user message it inserts (as a replay
+        of the session later names it), the message echoed live, then the turn runs."""
+        user_id = f"{session.sid}-u{turn}"
+        self.rpc.respond(rid, {"messageId": user_id})
+        content = [{"type": "text", "text": text}]
+        echo = {"sessionUpdate": "user_message", "messageId": user_id, "content": content}
+        self._send(Step(session.sid, echo))
+        self._state(session.sid, "running")
+
     def _load(self, rid: Any, params: dict[str, Any]) -> None:
         session = self._known(rid, params)
-        if session is None:
-            return
-        steps = _replay_plan(self.sessions, session.sid, 1, self.faults)
-        if "load-updates-after-response" in self.faults and steps:
-            if self._play(rid, steps[:1]):
-                self.rpc.respond(rid, {})
-                session.active = True
-                self._play(None, steps[1:])
-        elif self._play(rid, steps):
-            self._sleep_gap()
-            self.rpc.respond(rid, {})
-            session.active = True
+        if session is not None:
+            window = replay_window(self.sessions, session.sid, 1)
+            self._serve(rid, session, bend(window, self.faults, self._draw_gap))
 
     def _resume(self, rid: Any, params: dict[str, Any]) -> None:
         session = self._known(rid, params)
@@ -206,37 +199,22 @@ class DemoAgent:
         if cursor is not None and not (isinstance(cursor, dict) and cursor.get("type") == "start"):
             self.rpc.fail(rid, INVALID_PARAMS, f"unsupported replayFrom cursor: {cursor}")
             return
-        if not self._play(rid, self._resume_steps(session, cursor is not None)):
+        if cursor is not None:
+            window = replay_window(self.sessions, session.sid, 2)
+        else:
+            window = resume_window(session, self.protocol, self.faults.names)
+        self._serve(rid, session, bend(window, self.faults, self._draw_gap))
+
+    def _serve(self, rid: Any, session: Session, window: Window) -> None:
+        """Send a window: replay (paced), tail, the response, then what follows it (paced)."""
+        if not self._play(rid, window.replay) or not self._play(rid, window.tail, pace=False):
             return
-        if self._resume_error(rid, cursor is not None):
+        if window.reply.error is not None:
+            self.rpc.fail(rid, *window.reply.error)
             return
-        self._sleep_gap()
-        if self.protocol >= 2 and "state-snapshot-missing" not in self.faults:
-            self._state(session.sid, "idle")
         self.rpc.respond(rid, {})
         session.active = True
-        if cursor is not None and "marker-late" in self.faults:
-            self._send(marker(session.sid))
-
-    def _resume_steps(self, session: Session, replay: bool) -> list[Step]:
-        if replay:
-            return _replay_plan(self.sessions, session.sid, 2, self.faults)
-        steps = []
-        if "replay-without-cursor" in self.faults:
-            steps = history_steps(session, self.protocol, self.faults)
-        if self.protocol >= 2 and "marker-unexpected" in self.faults:
-            steps.append(marker(session.sid))
-        return steps
-
-    def _resume_error(self, rid: Any, replay: bool) -> bool:
-        """The faults that answer a finished replay with an error; True when one did."""
-        if replay and "error-after-marker" in self.faults:
-            self.rpc.fail(rid, INTERNAL_ERROR, "internal error after the replay (injected)")
-            return True
-        if replay and "marker-with-rejection" in self.faults:
-            self.rpc.fail(rid, INVALID_PARAMS, "cursor rejected after the replay (injected)")
-            return True
-        return False
+        self._play(None, window.after)
 
     # ------------------------------------------------------------ helpers
 
@@ -259,42 +237,37 @@ class DemoAgent:
             return None
         return session
 
-    def _play(self, rid: Any, steps: list[Step]) -> bool:
-        """Send the steps at the configured pace; False (and -32800 sent) when cancelled."""
-        for i, step in enumerate(steps):
-            if id_key(rid) in self.cancelled:
+    def _play(self, rid: Any, actions: list[Action], pace: bool = True) -> bool:
+        """Send the actions (at the configured pace); False (and -32800 sent) when cancelled."""
+        for action in actions:
+            if isinstance(action, Pause):
+                delay = action.draw()
+                if delay > 0:
+                    time.sleep(delay)
+                continue
+            if rid is not None and id_key(rid) in self.cancelled:
                 self.rpc.fail(rid, REQUEST_CANCELLED, "request cancelled")
                 return False
-            if "crash-mid-replay" in self.faults and i == len(steps) // 2:
+            if isinstance(action, Crash):
                 sys.stdout.flush()
-                os._exit(CRASH_EXIT_CODE)
-            if step.update is None:
-                self._ask_permission(step.session)
+                os._exit(action.code)
+            if action.ask is not None:
+                assert action.session is not None
+                self.rpc.request(action.ask, permission_params(action.session, self.protocol))
             else:
-                self._send(step)
-            if self.opts.pace > 0:
+                self._send(action)
+            if pace and self.opts.pace > 0:
                 time.sleep(self.opts.pace)
         return True
-
-    def _ask_permission(self, sid: str) -> None:
-        tool_call = {"toolCallId": "call_replay", "title": "Read the project files"}
-        options = [
-            {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
-            {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
-        ]
-        params = {"sessionId": sid, "toolCall": tool_call, "options": options}
-        self.rpc.request("session/request_permission", params)
 
     def _send(self, step: Step) -> None:
         self.rpc.notify("session/update", {"sessionId": step.session, "update": step.update})
 
-    def _state(self, sid: str, state: str, **extra: Any) -> None:
-        self._send(Step(sid, {"sessionUpdate": "state_update", "state": state, **extra}))
+    def _state(self, sid: str, value: str, **extra: Any) -> None:
+        self._send(state(sid, value, **extra))
 
-    def _sleep_gap(self) -> None:
-        delay = self.gap(self.rng)
-        if delay > 0:
-            time.sleep(delay)
+    def _draw_gap(self) -> float:
+        return self.gap(self.rng)
 
 
 def run_agent(

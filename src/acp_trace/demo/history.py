@@ -1,29 +1,21 @@
-"""The demo agent's sessions: fabricated histories and the replay plan of a resume or load.
+"""The demo agent's sessions: fabricated histories and the correct window of a resume or load.
 
-A replay plan is the list of steps the agent sends before it responds: session updates (on
-the session or on a child) and agent requests. Faults named after the rules (rules.md) bend
-the plan; the faults that concern the response itself are handled by the agent.
+A window (demo/faults.py) is what the agent sends for one request: the replay (session
+updates on the session or on a child, agent requests), the tail (the state snapshot), the
+response. `faults.bend` then makes it break the rules the agent was asked to break.
 """
 
 from __future__ import annotations
 
-import math
-import random
-from collections.abc import Callable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from acp_trace.jsonrpc import MARKER_KIND
+from acp_trace.demo.faults import bend, parse_faults
+from acp_trace.demo.window import LOAD, REPLAY, RESUME, Action, Step, Update, Window, marker
+from acp_trace.demo.window import parse_gap as parse_gap
 
-Update = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Step:
-    """One thing to send during a replay: an update on `session`, or a permission request."""
-
-    session: str
-    update: Update | None = None  # None: a session/request_permission for `session`
+__all__ = ["Session", "Step", "fabricate", "marker", "parse_gap", "replay_plan"]
 
 
 @dataclass
@@ -66,87 +58,56 @@ def message_updates(sid: str, index: int, turn: tuple[str, str], protocol: int) 
     ]
 
 
-def marker(sid: str) -> Step:
-    """The replay_complete marker on `sid`."""
-    return Step(sid, {"sessionUpdate": MARKER_KIND})
-
-
-def history_steps(session: Session, protocol: int, faults: frozenset[str]) -> list[Step]:
+def history_steps(session: Session, protocol: int) -> list[Action]:
     """The session's turns as replay steps (no children, no marker)."""
-    steps = [
+    return [
         Step(session.sid, update)
         for i, turn in enumerate(session.turns)
         for update in message_updates(session.sid, i, turn, protocol)
     ]
-    if "message-id-missing" in faults:
-        for step in steps:
-            assert step.update is not None
-            step.update.pop("messageId", None)
-    return steps
 
 
-def replay_plan(
-    sessions: dict[str, Session], sid: str, protocol: int, faults: frozenset[str]
-) -> list[Step]:
-    """Everything a replaying resume (v2, with markers and children) or a v1 load sends."""
+def state(sid: str, value: str, **extra: Any) -> Step:
+    """A state_update snapshot on `sid`."""
+    return Step(sid, {"sessionUpdate": "state_update", "state": value, **extra})
+
+
+def replay_window(sessions: dict[str, Session], sid: str, protocol: int) -> Window:
+    """The correct window of a replaying resume (v2: history, children, marker, snapshot) or of
+    a v1 load (the history)."""
     session = sessions[sid]
-    steps = history_steps(session, protocol, faults)
+    steps = history_steps(session, protocol)
     if protocol < 2:
-        return steps
+        return Window(sid, LOAD, steps)
     kids = session.children
     for j in reversed(range(len(kids))):  # from the end, so earlier positions stay valid
         at = 2 * ((j + 1) * len(session.turns) // (len(kids) + 1))
-        steps[at:at] = _child_block(sessions[kids[j]], sid, faults)
-    if "live-before-marker" in faults:
-        commands = [{"name": "help", "description": "Show help"}]
-        live = {"sessionUpdate": "available_commands_update", "availableCommands": commands}
-        steps.insert(0, Step(sid, live))
-    if "request-before-marker" in faults:
-        steps.insert(len(steps) // 2, Step(sid))
-    if not faults & {"marker-missing", "marker-late"}:
-        steps.append(marker(sid))
-    if "marker-duplicate" in faults:
-        steps.append(marker(sid))
-    return steps
+        steps[at:at] = _child_block(sessions[kids[j]], sid)
+    steps.append(marker(sid))
+    return Window(sid, REPLAY, steps, [state(sid, "idle")])
 
 
-def _child_block(child: Session, parent: str, faults: frozenset[str]) -> list[Step]:
+def resume_window(session: Session, protocol: int, faults: frozenset[str]) -> Window:
+    """A resume without replay: only the v2 snapshot, unless a fault replays the history
+    (`replay-without-cursor`) or sends a marker (`marker-unexpected`)."""
+    steps = history_steps(session, protocol) if "replay-without-cursor" in faults else []
+    if protocol >= 2 and "marker-unexpected" in faults:
+        steps.append(marker(session.sid))
+    tail: list[Action] = [state(session.sid, "idle")] if protocol >= 2 else []
+    return Window(session.sid, RESUME, steps, tail)
+
+
+def replay_plan(
+    sessions: dict[str, Session], sid: str, protocol: int, faults: Iterable[str] = ()
+) -> list[Step]:
+    """The steps a replaying resume (v2) or a v1 load sends before its tail, faults applied."""
+    window = bend(replay_window(sessions, sid, protocol), parse_faults(faults))
+    return [a for a in window.replay if isinstance(a, Step)]
+
+
+def _child_block(child: Session, parent: str) -> list[Action]:
     title = f"subagent {child.sid}"
     announce = Step(
         parent, {"sessionUpdate": "subagent_update", "sessionId": child.sid, "title": title}
     )
-    body = history_steps(child, 2, faults)
-    if "child-marker-missing" not in faults:
-        body.append(marker(child.sid))
-    if "child-marker-before-announce" in faults:
-        return [*body, announce]
-    return [announce, *body]
-
-
-# ---------------------------------------------------------------- delays
-
-Delay = Callable[[random.Random], float]
-
-
-def parse_gap(spec: str) -> Delay:
-    """A delay in seconds from `0.5`, `uniform:A,B`, `lognormal:MU,SIGMA` or `exponential:MEAN`.
-
-    lognormal draws exp(N(MU, SIGMA)) seconds: `lognormal:0.7,0.5` has a median of 2 s, like a
-    cold start. Raises ValueError for anything else.
-    """
-    name, _, args = spec.partition(":")
-    if not args:
-        value = float(name)
-        if value < 0 or not math.isfinite(value):
-            raise ValueError(f"gap {spec!r}: expected a non-negative number of seconds")
-        return lambda _rng: value
-    nums = [float(a) for a in args.split(",")]
-    if name == "uniform" and len(nums) == 2:
-        return lambda rng: rng.uniform(nums[0], nums[1])
-    if name == "lognormal" and len(nums) == 2:
-        return lambda rng: rng.lognormvariate(nums[0], nums[1])
-    if name == "exponential" and len(nums) == 1:
-        return lambda rng: rng.expovariate(1 / nums[0])
-    raise ValueError(
-        f"gap {spec!r}: expected SECONDS, uniform:A,B, lognormal:MU,SIGMA or exponential:MEAN"
-    )
+    return [announce, *history_steps(child, 2), marker(child.sid)]

@@ -9,15 +9,20 @@ bundle (`acp_trace.render.report.bundle.report`: Markdown, HTML, charts).
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 
+from acp_trace.analysis import Analysis
 from acp_trace.demo.client import ClientOptions, run_client
 from acp_trace.errors import RecordError
+from acp_trace.files import output_dir
+from acp_trace.render.report.bundle import ReportFiles
 
 DEMO_CWD = "/home/user/project"
+DEMO_PROMPT = "Summarize the replayed history in one line."
 
 
 @dataclass(frozen=True)
@@ -70,7 +75,8 @@ def record_scenario(scenario: Scenario, out_dir: Path) -> Path:
         command=tuple(tap),
         protocol=scenario.protocol,
         resumes=scenario.resumes,
-        session="sess_demo",
+        session=None,  # session/new, then a prompt (the latency chart's turn phases), then replays
+        prompt=DEMO_PROMPT,
         cwd=DEMO_CWD,
     )
     result = run_client(opts)
@@ -79,41 +85,73 @@ def record_scenario(scenario: Scenario, out_dir: Path) -> Path:
     return trace
 
 
-def run_demo(out_dir: Path, scenarios: tuple[Scenario, ...] = SCENARIOS) -> list[Path]:
-    """Record every scenario into `out_dir` (created); returns the traces in order."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    return [record_scenario(s, out_dir) for s in scenarios]
+Progress = Callable[[int, int, str], None]  # (step done, steps in all, what comes next)
 
 
-def build_outputs(traces: list[Path], out_dir: Path) -> str:
-    """Write the report bundle into `out_dir/report`; returns the summary and where it went."""
-    from acp_trace.render.report.bundle import report
+def run_demo(
+    out_dir: Path, scenarios: tuple[Scenario, ...] = SCENARIOS, progress: Progress | None = None
+) -> list[Path]:
+    """Record every scenario into `out_dir` (created 0700: the traces are private); returns the
+    traces in order. `progress` hears of each recording before it starts."""
+    folder = output_dir(out_dir)
+    traces = []
+    for number, scenario in enumerate(scenarios, 1):
+        if progress is not None:
+            progress(number - 1, len(scenarios), f"recording {scenario.name}: {scenario.says}")
+        traces.append(record_scenario(scenario, folder))
+    return traces
 
-    files = report(traces, out_dir / "report", command="acp-trace demo")
-    where = f"\nReport: {files.html} (also {files.markdown.name}, {len(files.charts)} charts)\n"
-    return summary_text(traces) + where
+
+@dataclass(frozen=True)
+class DemoOutputs:
+    """What the demo made of its traces."""
+
+    summary: str  # replays and findings as text tables
+    report: ReportFiles
 
 
-def summary_text(traces: list[Path]) -> str:
-    """Replay outcomes and timings, then findings, as plain text tables."""
-    from acp_trace.analysis import check
-    from acp_trace.analysis import replays_of as replays
+def build_outputs(
+    traces: list[Path], out_dir: Path, progress: Progress | None = None, width: int | None = None
+) -> DemoOutputs:
+    """Analyze the traces once, write the report bundle into `out_dir/report`, and return it
+    with the text summary (tables fitted to `width`)."""
+    from acp_trace.analysis import analyze
+    from acp_trace.render.report.bundle import write_report
+
+    if progress is not None:
+        progress(0, 2, f"analyzing {len(traces)} traces")
+    a = analyze(traces)
+    text = summary_text(a, width)
+    if progress is not None:
+        progress(1, 2, f"writing the report into {out_dir / 'report'}")
+    files = write_report(a, out_dir / "report", command="acp-trace demo")
+    return DemoOutputs(text, files)
+
+
+DEMO_COLUMNS = (
+    "trace",
+    "session",
+    "request_id",
+    "outcome",
+    "history_updates",
+    "gap_ms",
+    "response_ms",
+)
+
+
+def summary_text(a: Analysis | list[Path], width: int | None = None) -> str:
+    """Replay outcomes and timings (slowest first, as `acp-trace replays` shows them), then
+    the findings, as text tables fitted to `width`."""
+    from acp_trace.analysis import analyze
     from acp_trace.render.report import format_table
+    from acp_trace.render.report.tables import replays_table, to_text
 
-    short = pl.col("trace").str.split("/").list.last()
-    table = replays(traces).with_columns(short)
-    columns = [
-        "trace",
-        "session",
-        "request_id",
-        "outcome",
-        "history_updates",
-        "last_history_to_response_ms",
-        "marker_to_response_ms",
-    ]
-    findings = check(traces).with_columns(short)
-    out = ["Replays (one row per replaying request and session):\n", format_table(table, columns)]
+    if not isinstance(a, Analysis):
+        a = analyze(a)
+    replays = replays_table(a.replays, DEMO_COLUMNS, width=width)
+    findings = a.findings().with_columns(pl.col("trace").str.split("/").list.last())
+    out = ["Replays (one row per replaying request and session):\n", to_text(replays, width)]
     out.append(f"\nFindings ({findings.height}):\n")
     if findings.height:
-        out.append(format_table(findings, ["rule", "severity", "trace", "session", "seq"]))
+        out.append(format_table(findings, ["rule", "severity", "trace", "session", "seq"], width))
     return "".join(out)

@@ -19,6 +19,7 @@ class RecordOptions:
     output: Path | None = None
     directory: Path | None = None
     redact: bool = True
+    redact_stderr: tuple[str, ...] = ()  # regexes replaced in recorded stderr lines
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
     grace: float = DEFAULT_GRACE
     queue_bytes: int = DEFAULT_QUEUE_BYTES

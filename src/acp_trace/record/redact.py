@@ -1,136 +1,318 @@
 """Redaction of secrets in the recorded copy of a line (docs/trace-format.md, "Redaction").
 
-The recorder never changes the bytes it forwards; it runs `redact_line` on its writer thread
-and records the redacted JSON instead of the original when something was replaced. What is a
-secret, by method of the request (JSON-RPC requests and notifications alike, batches element
-by element):
+The recorder never changes the bytes it forwards. Its writer asks `Redactor.line_payload`
+for the payload of each recorded line, which never fails open:
 
-- `session/new`, `session/load`, `session/resume`, `session/fork`: the `value` of every entry
-  of `params.mcpServers[].env` and `params.mcpServers[].headers` (arrays of `{name, value}`;
-  when a server gives them as an object instead, every value of that object);
-- `authenticate` (v1) and `auth/login` (v2): every member of `params` except `methodId`,
-  `_meta` included, since vendor extensions may carry credentials there.
+1. A byte prefilter (one Aho-Corasick pass, `_NEEDLES`) looks for what a policy secret
+   needs in a JSON-RPC message: a key that holds secrets (`"mcpServers"`, `"env"`, `"args"`,
+   `"headers"`, `"url"`, `"baseUrl"`, `"authMethods"`, `"_meta"`), an auth method name, a
+   `\\u` escape that could spell one of them, and on client lines `"action"` (a form answer).
+2. A JSON-RPC message without any of them is spliced as sent (after settling request
+   pairing), unless it answers a pending `elicitation/create`.
+3. Otherwise the exact path parses the line strictly (UTF-8, no NaN, no trailing bytes, no
+   duplicate key, numbers exact) and applies the rules (redact_rules.py). A line it cannot
+   parse, or that is not a JSON-RPC message, becomes a placeholder:
+   `"redaction":"<why>","text":"<redacted: N bytes>","bytes":N`.
+4. A line that is no message (stray stdout, a line of a pretty-printed message) stays text
+   unless it names a redacted method or `fragment_may_hold_secret` says it may hold one.
+5. A line longer than --max-record-bytes is judged by its first bytes (the rest is never
+   recorded); one that may hold a secret there becomes a placeholder.
 
-Every replaced value becomes the string `"<redacted>"` and its JSON path (`$.params...`, or
-`$[i].params...` in a batch) is listed in the record's `redacted` key.
+`stderr` lines are text, with the `--redact-stderr` patterns replaced.
 """
 
 from __future__ import annotations
 
-import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
+import ahocorasick_rs
 import orjson
 
+from acp_trace.errors import RecordError
 from acp_trace.jsonrpc import loads
+from acp_trace.record.redact_policy import policy_header
+from acp_trace.record.redact_rules import (
+    ANSWERED_BY_FORM,
+    Pending,
+    id_key,
+    is_message,
+    redact_message,
+    track,
+)
+from acp_trace.record.secrets import REDACTED, fragment_may_hold_secret, scrub_words
+from acp_trace.record.strict_json import NotStrict, dumps, strict_loads, top_level_scalars
+from acp_trace.trace.format import encode_payload, encode_text
 
-REDACTED = "<redacted>"
-MCP_METHODS = ("session/new", "session/load", "session/resume", "session/fork")
-AUTH_METHODS = ("authenticate", "auth/login")
-AUTH_KEEP = frozenset({"methodId"})
-MCP_SECRET_LISTS = ("env", "headers")
+__all__ = ["REDACTED", "RedactionPolicy", "Redactor", "line_payload", "redact_command"]
 
-POLICY: dict[str, Any] = {
-    "policy": "acp-secrets/1",
-    "replacement": REDACTED,
-    "rules": [
-        {"methods": list(MCP_METHODS), "paths": ["params.mcpServers[].env[].value"]},
-        {"methods": list(MCP_METHODS), "paths": ["params.mcpServers[].headers[].value"]},
-        {"methods": list(AUTH_METHODS), "paths": ["params.*"], "keep": sorted(AUTH_KEEP)},
-    ],
+
+@dataclass(frozen=True)
+class RedactionPolicy:
+    """What the recorder redacts: the ACP secrets policy (`enabled`), and stderr patterns."""
+
+    enabled: bool = True
+    stderr_patterns: tuple[str, ...] = ()
+
+    def header(self) -> dict[str, Any]:
+        """The trace header's `redaction` value."""
+        return policy_header(self.enabled, len(self.stderr_patterns))
+
+
+POLICY = RedactionPolicy().header()
+NO_POLICY = RedactionPolicy(enabled=False).header()
+
+_ESCAPE = "a \\u escape"
+# needle -> what the note says. Every needle starts with a quote, so the search skips
+# through string contents (JSON strings hold no bare quote); message needles send a
+# JSON-RPC line down the exact path, the others count only in lines that are no message.
+_MESSAGE_NEEDLES = {
+    f'"{key}"'.encode(): key
+    for key in ("mcpServers", "authMethods", "env", "args", "headers", "baseUrl", "url", "_meta")
+} | {b'"authenticate"': "authenticate", b'"auth/': "auth/", b'"auth\\/': "auth/"}
+_CLIENT_NEEDLES = {b'"action"': "action"}
+_METHOD_NAMES = (
+    *("session/new", "session/load", "session/resume", "session/fork"),
+    *("providers/set", "terminal/create", "elicitation/create"),
+)
+_NAME_NEEDLES = {
+    f'"{spelled}"'.encode(): name
+    for name in _METHOD_NAMES
+    for spelled in (name, name.replace("/", "\\/"))
 }
-NO_POLICY: dict[str, Any] = {"policy": "none"}
-
-_METHOD_BYTES = tuple(m.encode() for m in (*MCP_METHODS, *AUTH_METHODS))
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
-def may_hold_secrets(line: bytes) -> bool:
-    """False only when the line surely names none of the redacted methods.
-
-    Without a `\\u` or `\\/` escape a JSON string spells `session/new` literally, so a line
-    without those escapes and without any method name as bytes needs no parsing.
-    """
-    if b"\\u" in line or b"\\/" in line:
-        return True
-    return any(name in line for name in _METHOD_BYTES)
+_NEEDLES = list((_MESSAGE_NEEDLES | _CLIENT_NEEDLES | _NAME_NEEDLES).items())
+_FINDER = ahocorasick_rs.BytesAhoCorasick([needle for needle, _ in _NEEDLES])
+_NAMES = [name for _, name in _NEEDLES]
+_MESSAGE_NAMES = frozenset(_MESSAGE_NEEDLES.values()) | {"action", _ESCAPE}
+_CLIENT_ONLY = frozenset(i for i, (needle, _) in enumerate(_NEEDLES) if needle in _CLIENT_NEEDLES)
+# A `\u00XX` escape can spell any needle's letters, `_` or `/` (0x2f, 0x41-0x7a): the lines
+# that have one go down the exact path. `\u00` is found fast; the regex confirms.
+_ESCAPES = ahocorasick_rs.BytesAhoCorasick([b"\\u00"])
+_SPELLING = re.compile(rb"\\u00(?:2[fF]|[4-7])")
+_NOT_JSON = object()
+_NO_HITS: frozenset[str] = frozenset()
+# Keys a duplicate of which is named in the placeholder's note (what the note may say).
+_KNOWN_KEYS = frozenset({"jsonrpc", "id", "method", "params", "result", "error", *_MESSAGE_NAMES})
 
 
-def redact_value(value: Any) -> list[str]:
-    """Redact a parsed line in place (one message or a batch); the JSON paths replaced."""
-    if isinstance(value, list):
+class Redactor:
+    """The redaction of one recording: the policy plus the request pairing per sender."""
+
+    def __init__(self, policy: RedactionPolicy | None = None) -> None:
+        self.policy = policy or RedactionPolicy()
+        self._stderr = [_compile(pattern) for pattern in self.policy.stderr_patterns]
+        self.pending = {"client": Pending(), "agent": Pending()}
+
+    def line_payload(
+        self, line: bytes, src: str, max_bytes: int | None = None, size: int | None = None
+    ) -> bytes:
+        """The payload of a recorded line (what follows `"src":"...",` in the record). `size`
+        is the line's real length when `line` holds only its first bytes (a cut line)."""
+        size = len(line) if size is None else size
+        if src == "stderr":
+            return self._stderr_payload(line, max_bytes, size)
+        if not self.policy.enabled:
+            return encode_payload(line, max_bytes, size)
+        cut = max_bytes is not None and size > max_bytes
+        try:
+            if cut:
+                return self._cut(line, src, max_bytes or 0, size)
+            return self._whole(line, src)
+        except RecursionError:  # a deep structure in a rule: never let the text through
+            return placeholder(size, "nested too deeply to redact", cut=cut)
+
+    def _whole(self, line: bytes, src: str) -> bytes:
+        hits = self._hits(line, src)
+        stripped = line.strip(b" \t\r")
+        if hits & _MESSAGE_NAMES:
+            return self._exact(line, stripped, src, hits)
+        value = _fast_loads(stripped)
+        if isinstance(value, dict) and "id" not in value and isinstance(value.get("method"), str):
+            return b'"msg":' + stripped  # a notification: the common case, nothing to pair
+        if _is_rpc(value):
+            if self._answers_form(value, src):
+                return self._exact(line, stripped, src, hits)
+            for msg in value if isinstance(value, list) else [value]:
+                track(msg, src, self.pending)
+            return b'"msg":' + stripped
+        reason = _describe(hits) if hits else _fragment_reason(line)
+        if reason:
+            return placeholder(len(line), f"not a JSON-RPC message, and {reason}")
+        return encode_text(line) if value is _NOT_JSON else b'"msg":' + stripped
+
+    def _exact(self, line: bytes, stripped: bytes, src: str, hits: frozenset[str]) -> bytes:
+        why = _describe(hits) if hits else "it may answer a form (elicitation/create)"
+        try:
+            value = strict_loads(stripped, _KNOWN_KEYS)
+        except NotStrict as exc:
+            return placeholder(len(line), f"{exc}, and {why}")
+        if not _is_rpc(value):
+            return placeholder(len(line), f"not a JSON-RPC message, and {why}")
+        meta = "_meta" in hits or _ESCAPE in hits
         paths: list[str] = []
-        for index, item in enumerate(value):
-            paths.extend(redact_message(item, f"$[{index}]"))
-        return paths
-    return redact_message(value, "$")
+        for where, msg in _messages(value):
+            paths += redact_message(msg, where, src, self.pending, meta=meta)
+        if not paths:
+            return b'"msg":' + stripped
+        try:
+            body = dumps(value)
+        except (TypeError, ValueError) as exc:
+            return placeholder(len(line), f"cannot be written back as JSON ({exc}), and {why}")
+        return b'"redacted":' + orjson.dumps(paths) + b',"msg":' + body
+
+    def _cut(self, line: bytes, src: str, max_bytes: int, size: int) -> bytes:
+        """A line longer than the record limit: only its first `max_bytes` are recorded."""
+        prefix = line[:max_bytes]
+        hits = self._hits(prefix, src)
+        head = prefix.lstrip(b" \t\r")
+        if hits:
+            reason: str | None = _describe(hits)
+        elif head[:1] == b"{":
+            reason = self._cut_object(head, src)
+        elif head[:1] == b"[":
+            reason = "it is a batch, whose messages cannot be told apart"
+        else:
+            reason = _fragment_reason(prefix)
+        if reason:
+            return placeholder(size, f"cut by --max-record-bytes, and {reason}", cut=True)
+        return encode_payload(line, max_bytes, size)
+
+    def _cut_object(self, head: bytes, src: str) -> str | None:
+        """Why the first bytes of a cut message may hold a secret, from its first members."""
+        fields = top_level_scalars(head)
+        method = fields.get("method")
+        if isinstance(method, str):
+            track(
+                {"method": method, **({"id": fields["id"]} if "id" in fields else {})},
+                src,
+                self.pending,
+            )
+            return None  # its secrets sit under keys the prefilter looks for
+        if "id" not in fields:
+            return "its method and id come after its first bytes"
+        answered = track({"id": fields["id"]}, src, self.pending)
+        if src == "agent" or answered not in (None, ANSWERED_BY_FORM):
+            return None  # only a client response can hold answers under any key
+        return "it may answer a form (elicitation/create)"
+
+    def _hits(self, data: bytes, src: str) -> frozenset[str]:
+        found = _FINDER.find_matches_as_indexes(data)
+        escaped = (
+            b"\\" in data  # memchr: most short lines have no backslash at all
+            and bool(_ESCAPES.find_matches_as_indexes(data))
+            and _SPELLING.search(data) is not None
+        )
+        if not found and not escaped:
+            return _NO_HITS
+        names = {_NAMES[i] for i, _start, _end in found if src == "client" or i not in _CLIENT_ONLY}
+        return frozenset(names | {_ESCAPE} if escaped else names)
+
+    def _answers_form(self, value: Any, src: str) -> bool:
+        waiting = self.pending["agent" if src == "client" else "client"]
+        if not len(waiting):
+            return False
+        msgs = value if isinstance(value, list) else [value]
+        return any(
+            "method" not in msg and waiting.waits_for(id_key(msg.get("id")), ANSWERED_BY_FORM)
+            for msg in msgs
+        )
+
+    def _stderr_payload(self, line: bytes, max_bytes: int | None, original: int) -> bytes:
+        count = 0
+        for pattern in self._stderr:
+            line, found = pattern.subn(REDACTED.encode(), line)
+            count += found
+        payload = _text_payload(line, max_bytes, original)
+        if not count:
+            return payload
+        note = f"{count} match{'es' if count > 1 else ''} of --redact-stderr replaced"
+        return b'"redaction":' + orjson.dumps(note) + b"," + payload
 
 
-def redact_message(msg: Any, prefix: str = "$") -> list[str]:
-    """Redact one JSON-RPC message in place; the JSON paths replaced."""
-    if not isinstance(msg, dict):
-        return []
-    method, params = msg.get("method"), msg.get("params")
-    if not isinstance(params, dict):
-        return []
-    where = f"{prefix}.params"
-    if method in MCP_METHODS:
-        return _redact_mcp_servers(params.get("mcpServers"), f"{where}.mcpServers")
-    if method in AUTH_METHODS:
-        return [_replace(params, key, where) for key in list(params) if key not in AUTH_KEEP]
-    return []
+_SHARED = {True: Redactor(), False: Redactor(RedactionPolicy(enabled=False))}
 
 
-def redact_line(line: bytes) -> tuple[bytes, list[str]] | None:
-    """The redacted JSON text of a line and the paths replaced, or None when nothing was."""
-    if not may_hold_secrets(line):
-        return None
-    text = line.strip(b" \t\r")
-    try:
-        paths = redact_value(loads(text))
-    except ValueError:
-        return None
-    if not paths:
-        return None
-    exact = json.loads(text)  # orjson reads integers beyond 64 bits as floats: re-read exactly
-    redact_value(exact)
-    return dumps(exact), paths
+def line_payload(
+    line: bytes,
+    src: str,
+    *,
+    redact: bool | Redactor,
+    max_bytes: int | None,
+    size: int | None = None,
+) -> bytes:
+    """The payload of a recorded line. `redact` is the recording's Redactor (it pairs
+    requests and responses across lines), or a bool for a process-wide one; `size` is the
+    line's real length when `line` holds only its first bytes."""
+    redactor = redact if isinstance(redact, Redactor) else _SHARED[bool(redact)]
+    return redactor.line_payload(line, src, max_bytes, size)
 
 
-def dumps(value: Any) -> bytes:
-    """Compact JSON; the stdlib serializes what orjson refuses (huge integers, lone surrogates)."""
-    try:
-        return orjson.dumps(value)
-    except TypeError:
-        return json.dumps(value, separators=(",", ":")).encode()
-
-
-def _redact_mcp_servers(servers: Any, where: str) -> list[str]:
-    if not isinstance(servers, list):
-        return []
-    paths: list[str] = []
-    for index, server in enumerate(servers):
-        if not isinstance(server, dict):
-            continue
-        for field in MCP_SECRET_LISTS:
-            paths.extend(_redact_pairs(server.get(field), f"{where}[{index}].{field}"))
-    return paths
-
-
-def _redact_pairs(pairs: Any, where: str) -> list[str]:
-    """`[{name, value}, ...]`: every `value`; `{NAME: value, ...}`: every value."""
-    if isinstance(pairs, dict):
-        return [_replace(pairs, key, where) for key in list(pairs) if pairs[key] is not None]
-    if not isinstance(pairs, list):
-        return []
-    return [
-        _replace(pair, "value", f"{where}[{index}]")
-        for index, pair in enumerate(pairs)
-        if isinstance(pair, dict) and pair.get("value") is not None
+def redact_command(argv: list[str]) -> tuple[list[str], list[str]]:
+    """The agent's argv for the trace header with credentials replaced (`--api-key X`,
+    `--token=X`, `API_KEY=x`, `-H "Authorization: X"`, URL credentials), and their paths."""
+    scrubbed = [str(word) for word in scrub_words(list(argv))]
+    paths = [
+        f"$.command[{i}]" for i, (a, b) in enumerate(zip(argv, scrubbed, strict=True)) if a != b
     ]
+    return scrubbed, paths
 
 
-def _replace(container: dict[str, Any], key: str, where: str) -> str:
-    container[key] = REDACTED
-    return where + (f".{key}" if _IDENTIFIER.match(key) else f"[{json.dumps(key)}]")
+def placeholder(size: int, note: str, *, cut: bool = False) -> bytes:
+    """The payload that stands for a line not recorded: its byte count and why."""
+    text = f"<redacted: {size} bytes>"
+    payload = b'"redaction":' + orjson.dumps(note) + b',"text":' + orjson.dumps(text)
+    return payload + (b',"truncated":true' if cut else b"") + b',"bytes":%d' % size
+
+
+def _compile(pattern: str) -> re.Pattern[bytes]:
+    try:
+        compiled = re.compile(pattern.encode())
+    except re.error as exc:
+        raise RecordError(
+            f"--redact-stderr {pattern!r}: not a regular expression ({exc})"
+        ) from None
+    if compiled.fullmatch(b""):
+        raise RecordError(f"--redact-stderr {pattern!r}: matches the empty string")
+    return compiled
+
+
+def _fast_loads(stripped: bytes) -> Any:
+    if not stripped:
+        return _NOT_JSON
+    try:
+        return loads(stripped)
+    except (ValueError, RecursionError):
+        return _NOT_JSON
+
+
+def _is_rpc(value: Any) -> bool:
+    """One JSON-RPC message, or a batch of them."""
+    if isinstance(value, list):
+        return bool(value) and all(is_message(item) for item in value)
+    return is_message(value)
+
+
+def _messages(value: Any) -> list[tuple[str, dict[str, Any]]]:
+    if isinstance(value, list):
+        return [(f"$[{index}]", msg) for index, msg in enumerate(value)]
+    return [("$", value)]
+
+
+def _describe(hits: frozenset[str]) -> str:
+    names = sorted(hits - {_ESCAPE})
+    parts = [f"it names {', '.join(names)}"] if names else []
+    if _ESCAPE in hits:
+        parts.append("it has a \\u escape that may spell one")
+    return " and ".join(parts)
+
+
+def _fragment_reason(data: bytes) -> str | None:
+    return fragment_may_hold_secret(data.decode("utf-8", errors="replace"))
+
+
+def _text_payload(line: bytes, max_bytes: int | None, original: int) -> bytes:
+    if max_bytes is None or len(line) <= max_bytes:
+        return encode_text(line)
+    payload = encode_payload(line, max_bytes)  # a cut line is always text or b64
+    return payload.rsplit(b',"bytes":', 1)[0] + b',"bytes":%d' % original

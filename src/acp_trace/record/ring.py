@@ -319,6 +319,10 @@ class RingReader:
         """Bytes put and not yet taken."""
         return self._ring.ctl[PUT] - self._taken
 
+    def taken(self) -> int:
+        """Bytes taken so far (frames, and the space a WRAP skips)."""
+        return self._taken
+
     def frames(self, budget: int) -> Iterator[Frame]:
         """The frames put so far, up to about `budget` bytes; `release` gives their space back."""
         ring, size = self._ring, self._ring.size

@@ -102,7 +102,8 @@ class RingMemory:
         trimmed = self._ring.ctl[TAKEN] >= target
         if trimmed:
             with self._lock:
-                end = min(self._ring.size, -(-self._out.touched // CONTROL) * CONTROL)
+                used = max(self._out.touched, self._done)  # written, or faulted in ahead
+                end = min(self._ring.size, -(-used // CONTROL) * CONTROL)
                 trimmed = self._advise(KEEP, end - KEEP, MADV_REMOVE)
                 self._done = min(self._done, KEEP)
                 self._out.prefault_at = self._done - LEAD // 2

@@ -100,17 +100,22 @@ class _Tap:
         return exit_code(returncode)
 
     def _header(self, started_at: str, pid: int) -> dict[str, Any]:
-        from acp_trace.record.redact import NO_POLICY, POLICY
+        from acp_trace.record.redact import RedactionPolicy, redact_command
 
+        options = self.options
+        command, redacted = options.command, list[str]()
+        if options.redact:
+            command, redacted = redact_command(command)
+        policy = RedactionPolicy(options.redact, tuple(options.redact_stderr))
         return {
             "started_at": started_at,
-            "command": self.options.command,
+            "command": command,
             "cwd": os.getcwd(),
             "pid": pid,
             "recorder": f"acp-trace {__version__}",
-            "redaction": POLICY if self.options.redact else NO_POLICY,
-            "max_record_bytes": self.options.max_record_bytes,
-        }
+            "redaction": policy.header(),
+            "max_record_bytes": options.max_record_bytes,
+        } | ({"redacted": redacted} if redacted else {})
 
     def _writer_main(self, ring: Ring, target: TraceTarget, wake_fd: int, dog: Watchdog) -> None:
         """The writer process's work (it imports the encoders; the tap never does)."""
@@ -331,6 +336,10 @@ def record(
     """
     if not options.command:
         raise RecordError("no agent command (acp-trace record [OPTIONS] -- AGENT [ARGS...])")
+    if options.redact_stderr:  # a bad --redact-stderr pattern fails before the agent starts
+        from acp_trace.record.redact import RedactionPolicy, Redactor
+
+        Redactor(RedactionPolicy(options.redact, tuple(options.redact_stderr)))
     target = open_trace(options, os.environ)
     tap = _Tap(options, target, warn)
     try:

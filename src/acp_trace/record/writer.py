@@ -23,10 +23,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import orjson
-
 from acp_trace.record.options import RecordOptions
-from acp_trace.record.redact import redact_line
+from acp_trace.record.redact import RedactionPolicy, Redactor, line_payload
 from acp_trace.record.ring import (
     CHUNK,
     CLOSE,
@@ -43,7 +41,7 @@ from acp_trace.record.ring import (
 from acp_trace.record.sink import TraceSink
 from acp_trace.record.trace_file import TraceTarget
 from acp_trace.record.writer_process import Watchdog
-from acp_trace.trace.format import encode_event, encode_payload, encode_record, encode_text
+from acp_trace.trace.format import encode_event, encode_payload, encode_record
 
 BATCH_BYTES = 1 << 20  # frames taken per write
 MIN_WAIT, MAX_WAIT = 0.005, 0.05  # seconds between looks at an idle ring (the tap wakes it
@@ -94,7 +92,9 @@ class Stream:
 class Encoder:
     """Frames in, record lines out (with `seq` 1, 2, 3, ... and `t_ns` from the tap's start)."""
 
-    def __init__(self, *, redact: bool, max_bytes: int, t0: int) -> None:
+    def __init__(self, *, redact: bool | Redactor, max_bytes: int, t0: int) -> None:
+        if not isinstance(redact, Redactor):
+            redact = Redactor(RedactionPolicy(enabled=redact))
         self.redact, self.cap, self.t0 = redact, max_bytes, t0
         self.seq = 0
         self.t = 0  # t_ns of the last record: a record's t_ns never goes back
@@ -175,11 +175,9 @@ class Encoder:
     def _line(self, src: str, t: int, line: bytes, total: int, eol: bool, out: list[bytes]) -> None:
         failure: Exception | None = None
         try:
-            payload = line_payload(line, src, redact=self.redact, max_bytes=self.cap)
+            payload = line_payload(line, src, redact=self.redact, max_bytes=self.cap, size=total)
         except Exception as exc:  # a bug or no memory must cost one record's content, no more
             payload, failure = self._withheld(line, src, total), exc
-        if total > len(line):
-            payload = _count_bytes(payload, len(line), total)
         if not eol:
             payload = b'"eol":false,' + payload
         self.seq += 1
@@ -191,21 +189,12 @@ class Encoder:
 
     def _withheld(self, line: bytes, src: str, total: int) -> bytes:
         """A payload that cannot leak: the text itself only when nothing is redacted."""
-        if not self.redact:
+        if not self.redact.policy.enabled and src != "stderr":  # stderr is text, never msg
             try:
-                return _text_payload(line, self.cap)
+                return encode_payload(line, self.cap, total)
             except Exception:
                 pass
         return b'"text":"","truncated":true,"bytes":%d' % total
-
-
-def _count_bytes(payload: bytes, kept: int, total: int) -> bytes:
-    """Put a cut line's real length in its `bytes` (the encoder saw only the kept bytes)."""
-    old = b'"bytes":%d' % kept
-    at = payload.rfind(old)
-    if at < 0 or payload[at + len(old) : at + len(old) + 1] not in (b"", b","):
-        return payload
-    return payload[:at] + b'"bytes":%d' % total + payload[at + len(old) :]
 
 
 class Writer:
@@ -244,10 +233,10 @@ class Writer:
     def _step(self, *, ending: bool = False) -> bool:
         out: list[bytes] = []
         first = self._encoder.seq + 1
-        took = False
+        before = self._reader.taken()
         for frame in self._reader.frames(BATCH_BYTES):
-            took = True
             self._encoder.frame(frame, out)
+        took = self._reader.taken() != before  # a WRAP alone moves it too (a trim waits on it)
         if ending:
             self._encoder.finish(out)
         while self._late:
@@ -290,7 +279,8 @@ def run_writer(
 ) -> None:
     """The writer process's work (writer_process.start_writer forks it): open the trace if the
     tap could not (a FIFO without a reader), then record until the recording ends."""
-    encoder = Encoder(redact=options.redact, max_bytes=options.max_record_bytes, t0=t0)
+    policy = RedactionPolicy(options.redact, tuple(options.redact_stderr))
+    encoder = Encoder(redact=Redactor(policy), max_bytes=options.max_record_bytes, t0=t0)
 
     def say(message: str) -> None:
         ring.post(message)
@@ -303,32 +293,8 @@ def run_writer(
     writer.run(sink, header(), watchdog)
 
 
-# ---------------------------------------------------------------- payloads
-
-
-def line_payload(line: bytes, src: str, *, redact: bool, max_bytes: int | None) -> bytes:
-    """The payload of a recorded line: redacted when it holds secrets, stderr always text."""
-    if src == "stderr":
-        return _text_payload(line, max_bytes)
-    # Every redacted method is a client request: the agent's lines need no scan.
-    found = redact_line(line) if redact and src == "client" else None
-    if found is None:
-        return encode_payload(line, max_bytes)  # NaN, Infinity are not JSON: text
-    body, paths = found
-    payload = encode_payload(body, max_bytes)
-    if max_bytes is not None and len(body) > max_bytes:  # count the original bytes
-        payload = payload.rsplit(b',"bytes":', 1)[0] + b',"bytes":%d' % len(line)
-    return b'"redacted":' + orjson.dumps(paths) + b"," + payload
-
-
-def _text_payload(line: bytes, max_bytes: int | None) -> bytes:
-    if max_bytes is not None and len(line) > max_bytes:
-        return encode_payload(line, max_bytes)  # a cut line is always text or b64
-    return encode_text(line)
-
-
-def encode_item(item: Item, *, redact: bool, max_bytes: int | None) -> bytes:
-    """The trace line (with newline) for one queued item."""
+def encode_item(item: Item, *, redact: bool | Redactor, max_bytes: int | None) -> bytes:
+    """The trace line (with newline) for one stamped item (code that writes traces directly)."""
     if item.event is not None:
         return encode_record(item.seq, item.t_ns, "tap", encode_event(**item.event))
     payload = line_payload(item.data, item.src, redact=redact, max_bytes=max_bytes)

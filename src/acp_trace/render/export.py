@@ -1,13 +1,18 @@
-"""Exports for other tools: Parquet and CSV tables, and a Chrome/Perfetto trace-event JSON.
+"""Exports for other tools: Parquet and CSV tables, a Chrome/Perfetto trace-event JSON and
+OpenTelemetry spans (OTLP/JSON, render/otlp.py); the growing dataset is render/dataset.py.
 
 `parquet` and `csv` write a directory with `records` (the timeline: every record with its
 message, pairing, session and update class), `replays` and `findings`. The tables use plain
 types only (signed integers, floats, booleans, strings) so that DuckDB, Spark or pandas read
-them as they are; CSV JSON-encodes nested columns. `perfetto` writes one JSON file.
+them as they are; CSV JSON-encodes nested columns, rounds floats to six decimals (times are
+nanoseconds: milliseconds with six decimals hold them exactly) and neutralizes cells that a
+spreadsheet would run as a formula. `perfetto` and `otlp` write one JSON file. Everything written
+holds trace contents, so it is private (0600 files, 0700 new directories).
 """
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -18,11 +23,16 @@ import polars as pl
 from polars._typing import PolarsDataType
 
 from acp_trace.errors import UsageError
+from acp_trace.files import output_dir, replacing, wants_directory, write_file
+from acp_trace.render.escape import csv_safe
+from acp_trace.render.report.formats import rounded
 
 if TYPE_CHECKING:
     from acp_trace.analysis.front import Analysis, Paths
 
-FORMATS = ("parquet", "csv", "perfetto")
+FORMATS = ("parquet", "csv", "perfetto", "otlp")
+PERFETTO_NAME = "trace.json"
+OTLP_NAME = "spans.json"
 
 
 def export(
@@ -44,28 +54,46 @@ def export(
 
 
 def write_export(a: Analysis, fmt: str, out: str | os.PathLike[str]) -> list[Path]:
-    """Export an analysis: a directory of tables (parquet, csv) or one JSON file (perfetto)."""
-    target = Path(out)
+    """Export an analysis: a directory of tables (parquet, csv) or one JSON file (perfetto:
+    `out`, or `out/trace.json` when `out` is a directory or ends in `/`). Every file holds
+    trace contents: 0600, new directories 0700 (`acp_trace.files`)."""
     if fmt == "perfetto":
         from acp_trace.render.perfetto import trace_events
 
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(orjson.dumps(trace_events(a)))
-        return [target]
+        target = perfetto_target(out)
+        return [write_file(target, orjson.dumps(trace_events(a)))]
+    if fmt == "otlp":
+        from acp_trace.render.otlp import otlp_document
+
+        doc, _left_out = otlp_document(a)
+        return [write_file(perfetto_target(out, OTLP_NAME), orjson.dumps(doc))]
     if fmt not in ("parquet", "csv"):
         raise UsageError(f"--format {fmt}: expected one of {', '.join(FORMATS)}")
-    if target.exists() and not target.is_dir():
-        raise UsageError(f"{target}: --format {fmt} writes a directory, and this is a file")
-    target.mkdir(parents=True, exist_ok=True)
+    folder = output_dir(out)
     written = []
     for name, df in tables(a).items():
-        path = target / f"{name}.{fmt}"
+        path = folder / f"{name}.{fmt}"
         if fmt == "parquet":
-            df.write_parquet(path, statistics=True)
+            with replacing(path) as temp:
+                df.write_parquet(temp, statistics=True)
         else:
-            json_nested(df).write_csv(path)
+            write_file(path, csv_text(df))
         written.append(path)
     return written
+
+
+def perfetto_target(out: str | os.PathLike[str], name: str = "") -> Path:
+    """Where `--format perfetto` (or `otlp`) `-o OUT` writes: OUT/trace.json (spans.json) for
+    a directory, else OUT."""
+    return output_dir(out) / (name or PERFETTO_NAME) if wants_directory(out) else Path(out)
+
+
+def csv_text(df: pl.DataFrame) -> str:
+    """A table as CSV: nested columns as JSON text, floats rounded to the nanosecond, and
+    cells that start like a formula (`=`, `+`, `-`, `@`) neutralized (`acp_trace.render.escape`)."""
+    buffer = io.StringIO()
+    csv_safe(json_nested(rounded(df))).write_csv(buffer)
+    return buffer.getvalue()
 
 
 def tables(a: Analysis) -> dict[str, pl.DataFrame]:

@@ -21,7 +21,7 @@ import polars as pl
 
 from acp_trace import __version__
 from acp_trace.analysis.replays import Window
-from acp_trace.render.plots._common import untimed_traces
+from acp_trace.analysis.timeline import untimed_traces
 
 if TYPE_CHECKING:
     from acp_trace.analysis.front import Analysis

@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from acp_trace.jsonrpc import loads
+from acp_trace.jsonrpc import json_text, loads
 
 FORMAT_VERSION = 1
 SOURCES = ("client", "agent", "stderr", "tap")
@@ -27,12 +27,13 @@ def encode_header(fields: dict[str, Any]) -> bytes:
     return orjson.dumps(head) + b"\n"
 
 
-def encode_payload(line: bytes, max_bytes: int | None = None) -> bytes:
+def encode_payload(line: bytes, max_bytes: int | None = None, size: int | None = None) -> bytes:
     """The payload part of a record for one line read from a stream (without its `\\n`).
 
     Returns the bytes that follow `"src":"...",` : `"msg":<the original bytes>` when the line
     is JSON, `"text":...` when it is UTF-8 text, `"b64":...` otherwise. With `max_bytes`, a
-    longer line is recorded cut, as text or b64, with `"truncated":true,"bytes":N`.
+    longer line is recorded cut, as text or b64, with `"truncated":true,"bytes":N`; `size` is
+    N when `line` holds only the first bytes of a longer line (the recorder keeps no more).
     """
     if max_bytes is not None and len(line) > max_bytes:
         cut = line[:max_bytes]
@@ -40,7 +41,8 @@ def encode_payload(line: bytes, max_bytes: int | None = None) -> bytes:
             body = b'"text":' + orjson.dumps(cut.decode("utf-8"))
         except UnicodeDecodeError:
             body = b'"b64":' + orjson.dumps(base64.b64encode(cut).decode())
-        return body + b',"truncated":true,"bytes":' + str(len(line)).encode()
+        real = len(line) if size is None else size
+        return body + b',"truncated":true,"bytes":' + str(real).encode()
     stripped = line.strip(b" \t\r")
     if stripped:
         try:
@@ -89,8 +91,8 @@ def msg_text(line: bytes, rec: dict[str, Any]) -> tuple[str, int]:
         data = line[colon + 1 : end].strip()
         if data:
             return data.decode("utf-8"), len(data)
-    data = orjson.dumps(rec["msg"])
-    return data.decode(), len(data)
+    text = json_text(rec["msg"])
+    return text, len(text.encode())
 
 
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)

@@ -4,18 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import orjson
 import polars as pl
 
+from acp_trace.analysis.checks.catalogue import ENTRIES, SEVERITIES, SIDES, Entry
 from acp_trace.analysis.latency import TurnFacts
 from acp_trace.analysis.replays import Facts, Window
+from acp_trace.analysis.schema import SchemaFacts, validate_timeline
 
-SEVERITIES = ("error", "warning", "info")
+__all__ = ["SEVERITIES", "SIDES"]  # defined in the catalogue, named here too
+
 FINDING_SCHEMA: dict[str, Any] = {
     "rule": pl.String,
     "severity": pl.String,
+    "side": pl.String,
     "trace": pl.String,
     "session": pl.String,
     "seq": pl.Int64,
@@ -30,6 +35,7 @@ class Finding:
 
     rule: str
     severity: str
+    side: str
     trace: str
     session: str | None
     seq: int | None
@@ -39,21 +45,34 @@ class Finding:
 
 @dataclass
 class Context:
-    """What every check may read."""
+    """What every check may read; `schema` (the schema pass) is computed on first use, and only
+    when `validate` is on."""
 
     timeline: pl.DataFrame
     facts: Facts
     turns: TurnFacts
     headers: dict[str, dict[str, Any]]
+    validate: bool = True
+
+    @cached_property
+    def schema(self) -> SchemaFacts | None:
+        return validate_timeline(self.timeline) if self.validate else None
 
     def at(
-        self, rule: str, row: int, session: str | None, message: str, severity: str = ""
+        self,
+        rule: str,
+        row: int,
+        session: str | None,
+        message: str,
+        severity: str = "",
+        side: str = "",
     ) -> Finding:
-        """A finding pointing at a timeline row."""
+        """A finding pointing at a timeline row (severity and side: the rule's by default)."""
         trace = self.timeline["trace"][row]
         return Finding(
             rule=rule,
             severity=severity or RULES[rule].severity,
+            side=side or RULES[rule].side,
             trace=trace,
             session=session,
             seq=self.timeline["seq"][row],
@@ -77,20 +96,26 @@ class Rule:
 
     id: str
     severity: str
+    side: str  # who breaks it, unless a finding says otherwise
     summary: str
     check: Callable[[Context], Iterator[Finding]]
 
 
 RULES: dict[str, Rule] = {}
+# Passes over all findings before the severity filter (guesses.py registers its downgrade).
+ADJUSTERS: list[Callable[[Context, list[Finding]], list[Finding]]] = []
 
 
-def rule(rule_id: str, severity: str, summary: str) -> Callable[..., Any]:
-    """Register a check function under a rule id."""
+def rule(rule_id: str, severity: str, summary: str, side: str = "agent") -> Callable[..., Any]:
+    """Register a check function under a rule id; its entry must be the catalogue's."""
+    entry = Entry(rule_id, severity, side, summary)
+    if ENTRIES.get(rule_id) != entry:
+        raise RuntimeError(f"rule {entry} is not the catalogue's (checks/catalogue.py)")
 
     def register(
         fn: Callable[[Context], Iterator[Finding]],
     ) -> Callable[[Context], Iterator[Finding]]:
-        RULES[rule_id] = Rule(rule_id, severity, summary, fn)
+        RULES[rule_id] = Rule(rule_id, severity, side, summary, fn)
         return fn
 
     return register
@@ -107,8 +132,9 @@ def run_checks(
 ) -> pl.DataFrame:
     """Run the selected rules (all by default) and return findings at or above min_severity."""
     allowed = SEVERITIES[: SEVERITIES.index(min_severity) + 1]
-    findings: list[Finding] = []
-    for rule_id in rules or list(RULES):
-        findings.extend(f for f in RULES[rule_id].check(ctx) if f.severity in allowed)
+    findings = [f for rule_id in rules or list(RULES) for f in RULES[rule_id].check(ctx)]
+    for adjust in ADJUSTERS:  # guesses.downgrade: findings that rest on an importer's guess
+        findings = adjust(ctx, findings)
+    findings = [f for f in findings if f.severity in allowed]
     frame = pl.DataFrame([f.__dict__ for f in findings], schema=FINDING_SCHEMA)
     return frame.sort(["trace", "seq", "rule"], nulls_last=True, maintain_order=True)

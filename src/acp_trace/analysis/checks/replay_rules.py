@@ -178,18 +178,49 @@ def child_marker_before_announce(ctx: Context) -> Iterator[Finding]:
     yield from _marker_findings(ctx, "before_announce", "child-marker-before-announce", text)
 
 
-@rule("concurrent-replay", "warning", "a second replaying resume of a session while one is pending")
+@rule(
+    "concurrent-replay",
+    "warning",
+    "a second replaying resume of a session while one that covers it is pending",
+    side="client",
+)
 def concurrent_replay(ctx: Context) -> Iterator[Finding]:
     for row, index in ctx.facts.concurrent:
         w = ctx.facts.windows[index]
         method = ctx.timeline["method"][row]
+        session = ctx.timeline["session"][row]
+        covers = "" if session == w.session else f" (which covers {session}, its child)"
         yield ctx.at(
             "concurrent-replay",
             row,
-            w.session,
-            f"{method} of {w.session} at {ctx.seq(row)} was sent while {ctx.describe(w)} "
+            session,
+            f"{method} of {session} at {ctx.seq(row)} was sent while {ctx.describe(w)}{covers} "
             "was still pending; markers carry no request id, so both replays are ambiguous",
         )
+
+
+@rule(
+    "updates-with-rejection",
+    "error",
+    "a v2 resume with a cursor answered -32602 got history updates in its window",
+)
+def updates_with_rejection(ctx: Context) -> Iterator[Finding]:
+    for w in ctx.facts.windows:
+        stats = w.sessions[w.session]
+        rejected = w.end == "error" and w.error_code == INVALID_PARAMS
+        if w.method != "session/resume" or not (w.v2 and w.replaying and rejected):
+            continue
+        if stats.first_history_row is not None:
+            yield ctx.at(
+                "updates-with-rejection",
+                stats.first_history_row,
+                w.session,
+                f"{ctx.describe(w)} was rejected with -32602 at {ctx.seq(w.end_row)}, yet "
+                f"{stats.window_history} history updates on {w.session} came in its window, the "
+                f"first ({ctx.timeline['update_kind'][stats.first_history_row]}) at "
+                f"{ctx.seq(stats.first_history_row)}; an agent that rejects the cursor replays "
+                "nothing",
+            )
 
 
 @rule("state-snapshot-missing", "error", "a successful v2 session/resume sent no state_update")

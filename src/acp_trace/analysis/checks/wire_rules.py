@@ -8,11 +8,14 @@ import orjson
 import polars as pl
 
 from acp_trace.analysis.checks.registry import Context, Finding, rule
-from acp_trace.jsonrpc import CANCEL_METHOD, loads
+from acp_trace.jsonrpc import CANCEL_METHOD, loads, other_side
 
 
 @rule(
-    "non-json-line", "error", "a line on the agent's stdout or the client's stdin is not JSON-RPC"
+    "non-json-line",
+    "error",
+    "a line on the agent's stdout or the client's stdin is not JSON-RPC",
+    side="both",
 )
 def non_json_line(ctx: Context) -> Iterator[Finding]:
     tl = ctx.timeline
@@ -37,10 +40,11 @@ def non_json_line(ctx: Context) -> Iterator[Finding]:
             tl["session"][row],
             f"a line on {stream} at {ctx.seq(row)} {what}: {sample!r}; expected one "
             "JSON-RPC 2.0 message (or a non-empty array of them) per line",
+            side=src,
         )
 
 
-@rule("unanswered-request", "warning", "a request has no response when the trace ends")
+@rule("unanswered-request", "warning", "a request has no response when the trace ends", side="both")
 def unanswered_request(ctx: Context) -> Iterator[Finding]:
     tl = ctx.timeline
     pending = tl.filter((pl.col("kind") == "request") & pl.col("peer_row").is_null())
@@ -53,10 +57,16 @@ def unanswered_request(ctx: Context) -> Iterator[Finding]:
             session,
             f"{method} (id {mid}) sent by the {src} at {ctx.seq(row)} got no response "
             "before the trace ended",
+            side=other_side(src),
         )
 
 
-@rule("orphan-response", "warning", "a response answers no pending request of the other side")
+@rule(
+    "orphan-response",
+    "warning",
+    "a response answers no pending request of the other side",
+    side="both",
+)
 def orphan_response(ctx: Context) -> Iterator[Finding]:
     tl = ctx.timeline
     for row, src, mid, session in (
@@ -64,17 +74,22 @@ def orphan_response(ctx: Context) -> Iterator[Finding]:
         .select("row", "src", "id", "session")
         .iter_rows()
     ):
-        other = "client" if src == "agent" else "agent"
         yield ctx.at(
             "orphan-response",
             row,
             session,
             f"a response with id {mid} from the {src} at {ctx.seq(row)} matches no pending "
-            f"request of the {other}; expected a reply only to an open request",
+            f"request of the {other_side(src)}; expected a reply only to an open request",
+            side=src,
         )
 
 
-@rule("duplicate-request-id", "warning", "a sender reuses the id of its own pending request")
+@rule(
+    "duplicate-request-id",
+    "warning",
+    "a sender reuses the id of its own pending request",
+    side="both",
+)
 def duplicate_request_id(ctx: Context) -> Iterator[Finding]:
     tl = ctx.timeline
     dup = tl.filter((pl.col("kind") == "request") & pl.col("duplicate_id").fill_null(False))
@@ -87,10 +102,11 @@ def duplicate_request_id(ctx: Context) -> Iterator[Finding]:
             session,
             f"{method} from the {src} at {ctx.seq(row)} reuses id {mid} while an earlier "
             "request with that id is still pending; ids must be unique per sender",
+            side=src,
         )
 
 
-@rule("cancel-unanswered", "error", "a cancelled request never got a response")
+@rule("cancel-unanswered", "error", "a cancelled request never got a response", side="both")
 def cancel_unanswered(ctx: Context) -> Iterator[Finding]:
     tl = ctx.timeline
     requests = tl.filter(pl.col("kind") == "request").select(
@@ -116,10 +132,16 @@ def cancel_unanswered(ctx: Context) -> Iterator[Finding]:
                 f"$/cancel_request at {ctx.seq(row)} cancelled {method} (id {target}, "
                 f"{ctx.seq(req_row)}), which never got a response; a cancelled request "
                 "must still be answered (-32800 when it stops)",
+                side=other_side(src),
             )
 
 
-@rule("import-ambiguous-direction", "info", "an imported message's direction had to be guessed")
+@rule(
+    "import-ambiguous-direction",
+    "info",
+    "an imported message's direction had to be guessed",
+    side="both",
+)
 def import_ambiguous_direction(ctx: Context) -> Iterator[Finding]:
     for trace, head in ctx.headers.items():
         for item in head.get("ambiguous") or []:
@@ -129,6 +151,7 @@ def import_ambiguous_direction(ctx: Context) -> Iterator[Finding]:
             yield Finding(
                 rule="import-ambiguous-direction",
                 severity="info",
+                side="both",
                 trace=trace,
                 session=None,
                 seq=seq,

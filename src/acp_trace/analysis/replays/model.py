@@ -23,6 +23,7 @@ class SessionStats:
     last_history_row: int | None = None
     first_history_row: int | None = None
     state_row: int | None = None
+    window_history: int = 0  # history updates in the whole window, marker or not
     history_updates: int = 0
     history_bytes: int = 0
     live_updates: int = 0

@@ -24,6 +24,7 @@ COLUMNS = (
     "event",
     "text",
     "protocol",
+    "request_method",
     "has_message_id",
 )
 
@@ -44,9 +45,9 @@ def pass_rows(tl: pl.DataFrame) -> pl.DataFrame:
 
 
 def _runs(tl: pl.DataFrame) -> pl.DataFrame:
-    """One row per run (see `_pass_rows`), computed from a few narrow columns of the rows the
-    pass reads (the timeline itself, `msg` above all, is not copied)."""
-    has_id = pl.col("msg").str.json_path_match("$.params.update.messageId").is_not_null()
+    """One row per run (see `pass_rows`), computed from a few narrow columns of the rows the
+    pass reads (the timeline itself, `msg` above all, is not copied). Whether a message has
+    its messageId is the reader's `has_message_id`: no message is parsed again here."""
     session, trace, row = pl.col("session"), pl.col("trace"), pl.col("row")
     plain = (
         (pl.col("kind") == "notification")
@@ -65,7 +66,7 @@ def _runs(tl: pl.DataFrame) -> pl.DataFrame:
             session,
             pl.col("bytes"),
             pl.when(pl.col("update_kind").is_in(sorted(MESSAGE_KINDS)))
-            .then(has_id)
+            .then(pl.col("has_message_id"))
             .otherwise(None)
             .alias("has_message_id"),
             plain.alias("plain"),

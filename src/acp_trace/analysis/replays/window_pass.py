@@ -12,7 +12,7 @@ import polars as pl
 
 from acp_trace.analysis.replays.model import Facts, MarkerFact, SessionStats, Window
 from acp_trace.analysis.replays.rows import pass_rows
-from acp_trace.jsonrpc import BLOCKING_AGENT_REQUESTS, loads
+from acp_trace.jsonrpc import BLOCKING_AGENT_REQUESTS, MARKER_KIND, loads, update_class
 
 RESUME_METHODS = ("session/resume", "session/load")
 NEW_METHODS = ("session/new", "session/fork")
@@ -40,9 +40,10 @@ class _Pass:
         self.msgs = msgs
         self.open: list[Window] = []
         self.closed: list[Window] = []
-        self.active: set[str] = set()
+        self.active: dict[str, int] = {}  # session -> the row where it became active
         self.by_req: dict[int, Window] = {}
-        self.deferred: list[tuple[int, str, list[int]]] = []  # marker row, session, windows open
+        # markers on a session no open resume covers yet: [row, session, windows open, done]
+        self.deferred: list[list[Any]] = []
         self.after_load: dict[str, tuple[int, list[int]]] = {}
         self.ended = False
         self.trace = ""
@@ -98,7 +99,8 @@ class _Pass:
         w.sessions[session] = SessionStats(session, was_active=w.was_active)
         if replaying:
             for other in self.open:
-                if other.replaying and other.session == session:
+                # another pending replaying request that covers S (S or a child it announced)
+                if other.replaying and session in other.sessions:
                     self.facts.concurrent.append((r["row"], other.index))
                     break
         self.facts.windows.append(w)
@@ -117,19 +119,13 @@ class _Pass:
         self.open.remove(w)
         self.closed.append(w)
         if w.succeeded:
-            self.active.add(w.session)
+            self.active.setdefault(w.session, r["row"])
             if w.method == "session/load":
                 self.after_load[w.session] = (w.index, [])
 
     def _activate_new(self, r: dict[str, Any]) -> None:
-        if r["kind"] == "response" and r["session"] and self._request_method(r) in NEW_METHODS:
-            self.active.add(r["session"])
-
-    def _request_method(self, r: dict[str, Any]) -> str | None:
-        peer = r["peer_row"]
-        if peer is None:
-            return None
-        return str(loads(self.msgs[peer]).get("method"))
+        if r["kind"] == "response" and r["session"] and r["request_method"] in NEW_METHODS:
+            self.active.setdefault(r["session"], r["row"])
 
     def _event(self, r: dict[str, Any]) -> None:
         detail = loads(r["text"]) if r["text"] else {}
@@ -147,6 +143,10 @@ class _Pass:
         if not session:
             return
         cls = r["update_class"]
+        if cls == "marker" and r["update_kind"] != MARKER_KIND and r["protocol"] == 2:
+            # a --marker-meta marker marks v1 loads only: on v2 it is the update of its kind
+            cls = update_class(r["update_kind"])
+            r = {**r, "update_class": cls}
         if cls == "history" and session in self.after_load:
             self.after_load[session][1].append(r["row"])
         if r["update_kind"] == "subagent_update" and r["update_session"]:
@@ -159,7 +159,7 @@ class _Pass:
                 _count(w, stats, r)
 
     def _history(self, r: dict[str, Any]) -> None:
-        """A run of plain history updates on one session (see `_pass_rows`): what `_update`
+        """A run of plain history updates on one session (see `pass_rows`): what `_update`
         does for each of them, at once."""
         session = r["session"]
         if session in self.after_load:
@@ -172,9 +172,25 @@ class _Pass:
     def _announce(self, r: dict[str, Any], parent: str, child: str) -> None:
         for w in self.open:
             if w.replaying and parent in w.sessions and child not in w.sessions:
-                w.sessions[child] = SessionStats(
-                    child, parent=parent, announce_row=r["row"], was_active=child in self.active
+                before_r = self.active.get(child, w.req_row) < w.req_row
+                stats = SessionStats(
+                    child, parent=parent, announce_row=r["row"], was_active=before_r
                 )
+                w.sessions[child] = stats
+                self._marked_before(w, stats)
+
+    def _marked_before(self, w: Window, stats: SessionStats) -> None:
+        """A marker on the child that came earlier in this window, before its announcement:
+        it is the child's marker (child-marker-before-announce; the child counts as marked)."""
+        for entry in self.deferred:
+            row, session, window_ids, done = entry
+            if not done and session == stats.session and w.index in window_ids:
+                entry[3] = True
+                stats.marker_row = row
+                stats.marker_before_announce = True
+                stats.first_update_row = row
+                self._fact(row, session, "before_announce", w.index)
+                return
 
     def _marker(self, r: dict[str, Any], session: str) -> None:
         covering = [w for w in self.open if w.replaying and session in w.sessions]
@@ -192,7 +208,9 @@ class _Pass:
             # After the response of a replaying resume that covered the session (rules.md).
             self._fact(r["row"], session, "late", earlier[-1].index)
             return
-        self.deferred.append((r["row"], session, [w.index for w in self.open if w.replaying]))
+        self.deferred.append(
+            [r["row"], session, [w.index for w in self.open if w.replaying], False]
+        )
 
     def _agent_request(self, r: dict[str, Any]) -> None:
         session = r["session"]
@@ -212,19 +230,9 @@ class _Pass:
         for entry in self.after_load.values():
             if entry[1]:
                 self.facts.load_after.append(entry)
-        for row, session, window_ids in self.deferred:
-            self._resolve_deferred(row, session, window_ids)
-
-    def _resolve_deferred(self, row: int, session: str, window_ids: list[int]) -> None:
-        for index in window_ids:
-            stats = self.facts.windows[index].sessions.get(session)
-            if stats is not None and stats.announce_row is not None and stats.announce_row > row:
-                if stats.marker_row is None:
-                    stats.marker_row = row
-                    stats.marker_before_announce = True
-                self._fact(row, session, "before_announce", index)
-                return
-        self._fact(row, session, "unexpected", None)
+        for row, session, _window_ids, done in self.deferred:
+            if not done:
+                self._fact(row, session, "unexpected", None)
 
     def _fact(self, row: int, session: str | None, status: str, window: int | None) -> None:
         self.facts.markers.append(MarkerFact(row, self.trace, session, status, window))
@@ -241,8 +249,10 @@ def _count(w: Window, stats: SessionStats, r: dict[str, Any]) -> None:
         stats.first_update_row = row
     if r["update_kind"] == "state_update" and stats.state_row is None:
         stats.state_row = row
-    if cls == "history" and stats.first_history_row is None:
-        stats.first_history_row = row
+    if cls == "history":
+        stats.window_history += 1
+        if stats.first_history_row is None:
+            stats.first_history_row = row
     if stats.marker_row is not None and stats.marker_row <= row:
         return
     if cls == "history":
@@ -264,6 +274,7 @@ def _count_history(w: Window, stats: SessionStats, run: dict[str, Any]) -> None:
         stats.first_update_row = first
     if stats.first_history_row is None:
         stats.first_history_row = first
+    stats.window_history += run["count"]
     if stats.marker_row is not None and stats.marker_row <= first:
         return
     stats.history_updates += run["count"]

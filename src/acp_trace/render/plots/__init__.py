@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING
 
 from matplotlib.figure import Figure
 
+from acp_trace.analysis.timeline import untimed_traces
 from acp_trace.errors import UsageError
-from acp_trace.render.plots._common import DPI, untimed_traces
+from acp_trace.files import replacing
+from acp_trace.render.plots._common import DPI
 from acp_trace.render.plots.gap import gap_figure, gap_table
 from acp_trace.render.plots.latency import latency_figure
 from acp_trace.render.plots.replay import replay_figure
@@ -87,13 +89,18 @@ def figure(
 
 
 def save(fig: Figure, path: str | os.PathLike[str]) -> Path:
-    """Write a figure as PNG or SVG (by the file's suffix), 1200 px wide for PNG."""
+    """Write a figure as PNG or SVG (by the file's suffix), 1200 px wide for PNG.
+
+    Written through `acp_trace.files` (a temporary file renamed over the target: a symlink
+    there is replaced, not followed); a chart holds no message contents, so it follows the
+    umask. The directory must exist."""
     out = Path(path)
-    if out.suffix.lower() not in SUFFIXES:
+    suffix = out.suffix.lower()
+    if suffix not in SUFFIXES:
         raise UsageError(f"{out}: the output must end in .png or .svg")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    metadata = {"Date": None} if out.suffix.lower() == ".svg" else {}
-    fig.savefig(out, dpi=DPI, metadata=metadata)
+    metadata = {"Date": None} if suffix == ".svg" else {}
+    with replacing(out, private=False) as temp:  # a chart holds no message contents
+        fig.savefig(temp, format=suffix[1:], dpi=DPI, metadata=metadata)
     return out
 
 

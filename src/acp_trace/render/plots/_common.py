@@ -7,16 +7,17 @@ notebook's inline backend keeps working).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from functools import cache
 
 import numpy as np
-import polars as pl
 from matplotlib import font_manager, ft2font
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
+from matplotlib.ticker import FuncFormatter, NullFormatter
 from numpy.typing import NDArray
 
 FIGSIZE = (12.0, 6.75)  # 1200 x 675 px at DPI
@@ -31,11 +32,16 @@ PERCENTILES = (50, 90, 99)
 
 
 def new_figure(
-    ncols: int = 1, width_ratios: list[float] | None = None, nrows: int = 1
+    ncols: int = 1,
+    width_ratios: list[float] | None = None,
+    nrows: int = 1,
+    height_ratios: list[float] | None = None,
 ) -> tuple[Figure, list[Axes]]:
     """A 12x6.75 inch figure at 100 dpi on an Agg canvas, with a grid of axes (row by row)."""
     fig = blank_figure()
-    grid = fig.subplots(nrows, ncols, squeeze=False, width_ratios=width_ratios)
+    grid = fig.subplots(
+        nrows, ncols, squeeze=False, width_ratios=width_ratios, height_ratios=height_ratios
+    )
     axes = [ax for row in grid for ax in row]
     for ax in axes:
         ax.tick_params(labelsize=TICK_SIZE)
@@ -103,19 +109,47 @@ def label(value: object, limit: int = 48) -> str:
     return " " + text if text.startswith("_") else text
 
 
+def natural(text: str | None) -> tuple[tuple[int, int | str], ...]:
+    """A sort key that orders `0.9.0` before `0.10.0` and `agent-2` before `agent-10`."""
+    parts = re.split(r"(\d+)", text or "")
+    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in parts if p)
+
+
 def agent_label(agent: str | None, version: str | None) -> str:
     """`name version`, or `unknown agent`."""
     name = label(agent) if agent else "unknown agent"
     return f"{name} {label(version)}" if version else name
 
 
+def plural(n: int, word: str) -> str:
+    """`word` as it goes with the number `n`: 1 replay, 2 replays."""
+    return word if n == 1 else word + "s"
+
+
 def ms(value: float) -> str:
-    """A duration for a label: `451 ms`, `12.3 ms`, `0.25 ms`."""
+    """A duration for a label: `1,359 ms`, `451 ms`, `12.3 ms`, `0.25 ms`."""
+    if value == 0:
+        return "0 ms"
     if abs(value) >= 100:
-        return f"{value:.0f} ms"
+        return f"{value:,.0f} ms"
     if abs(value) >= 10:
         return f"{value:.1f} ms"
     return f"{value:.2f} ms"
+
+
+def plain(value: float, _pos: object = None) -> str:
+    """A tick label as a person writes the number: `0`, `0.25`, `1,500`, `10,000`; never an
+    offset (`+1.36e3`) or a power of ten."""
+    if value == 0:
+        return "0"
+    text = f"{value:,.6f}".rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
+def plain_ticks(ax: Axes) -> None:
+    """Plain numbers on the x axis (major ticks only; minor ticks unlabelled)."""
+    ax.xaxis.set_major_formatter(FuncFormatter(plain))
+    ax.xaxis.set_minor_formatter(NullFormatter())
 
 
 def spans_decades(values: NDArray[np.float64]) -> bool:
@@ -124,33 +158,39 @@ def spans_decades(values: NDArray[np.float64]) -> bool:
     return bool(positive.size >= 2 and positive.max() / positive.min() > LOG_SPAN)
 
 
-def set_scale(ax: Axes, values: NDArray[np.float64]) -> str:
-    """Give the x axis the scale the values need: `log` when the positive values span decades,
-    `symlog` (linear near zero) when they also include zeros, else `linear`. Returns it."""
-    if not spans_decades(values):
-        return "linear"
+def set_scale(ax: Axes, values: NDArray[np.float64], room: float = 1.0) -> str:
+    """Give the x axis the scale and limits the values need, with plain tick labels: `log`
+    when the positive values span decades, `symlog` (linear near zero) when they also include
+    zeros, else `linear` from 0. `room` widens the right end (a factor on a log axis, a
+    fraction of the span on a linear one) for labels. Returns the scale."""
+    low, high = float(values.min()), float(values.max())
     positive = values[values > 0]
-    if positive.size == values.size:
-        ax.set_xscale("log")
-        return "log"
-    # Linear from the lowest value to the decade below the smallest positive one, then log.
-    linthresh = float(10 ** np.floor(np.log10(positive.min())))
-    ax.set_xscale("symlog", linthresh=linthresh, linscale=1.0)
-    ax.set_xlim(float(values.min()), float(positive.max()) * 1.5)
-    return "symlog"
-
-
-def untimed_traces(tl: pl.DataFrame) -> list[str]:
-    """Traces whose messages carry no timestamps (ordering-only imports)."""
-    messages = tl.filter(pl.col("kind").is_in(["request", "response", "error", "notification"]))
-    timed = messages.group_by("trace", maintain_order=True).agg(
-        pl.col("t_ns").is_not_null().any().alias("timed")
-    )
-    return timed.filter(~pl.col("timed"))["trace"].to_list()
+    if not spans_decades(values):
+        scale = "linear"
+        top = max(high, 0.0) or 1.0
+        bottom = min(low, 0.0)
+        span = top - bottom
+        limits = (bottom - 0.02 * span, top + (0.04 + room * 0.06) * span)
+    elif positive.size == values.size:
+        scale = "log"
+        ax.set_xscale(scale)
+        limits = (float(positive.min()) / 1.6, high * 1.6 * (1.0 + room))
+    else:
+        # Linear from the lowest value to the decade below the smallest positive one, then log.
+        scale = "symlog"
+        linthresh = float(10 ** np.floor(np.log10(positive.min())))
+        ax.set_xscale(scale, linthresh=linthresh, linscale=1.0)
+        limits = (min(low, 0.0) - 0.15 * linthresh, high * 1.6 * (1.0 + room))
+    ax.set_xlim(*limits)
+    plain_ticks(ax)  # after set_xscale, which resets the formatters
+    return scale
 
 
 def untimed_note(traces: list[str]) -> list[str]:
     """The note that says ordering-only traces were left out."""
     if not traces:
         return []
-    return [f"{len(traces)} ordering-only trace(s) left out: they have no timestamps."]
+    n = len(traces)
+    return [
+        f"{n} ordering-only {plural(n, 'trace')} left out: {'they have' if n > 1 else 'it has'} no timestamps."
+    ]

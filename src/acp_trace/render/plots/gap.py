@@ -1,29 +1,32 @@
 """The gap chart: how long clients wait between the end of the replayed history and the response.
 
 The gap is `marker_to_response_ms`; a replay without a marker (v1 loads, today's agents) falls
-back to `last_history_to_response_ms`, and its legend entry says "no marker: last history".
-One series per agent, version and source; a histogram on the left, the ECDF on the right, and
-p50, p90 and p99 of all the gaps marked on both.
+back to `last_history_to_response_ms`, and its lane says "no marker: last history → response".
+One lane (row) per agent version and source on a shared axis (logarithmic when the gaps span
+decades), so agents compare at a glance; lanes never overlap, so no colours blend:
+
+- a few replays: every replay is a dot; up to three are each labelled with their value;
+- many (over `DOTS_UP_TO` in a lane): the distribution, as a histogram whose bins are equal
+  slices of the axis (1/`BINS` of it each);
+- per lane, never pooled across agents: p50, p90 and p99 as marks with their values once the
+  lane has enough replays for each to differ from the max (`MIN_REPLAYS`), and the max;
+  labels on one row that move aside rather than hide each other.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 from matplotlib.axes import Axes
-from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
-from matplotlib.patches import Polygon
 from numpy.typing import NDArray
 
 from acp_trace.render.plots._common import (
-    FIGSIZE,
+    LABEL_SIZE,
     PERCENTILES,
-    TEXT_SIZE,
     TICK_SIZE,
     add_note,
     agent_label,
@@ -31,153 +34,199 @@ from acp_trace.render.plots._common import (
     blank_figure,
     empty_figure,
     ms,
+    natural,
+    plural,
     set_scale,
-    spans_decades,
     title,
     untimed_note,
 )
+from acp_trace.render.plots._labels import RowLabel, row_labels, settle_layout
 
 MARKER = "marker"
 FALLBACK = "last_history"
-SOURCE_TEXT = {MARKER: "marker", FALLBACK: "no marker: last history"}
-LEGEND_TITLE = "agent version · gap measured from … to the response"
-HEADING = "Replay gap: end of history → response"
-PERCENTILE_STYLE = {50: ":", 90: "--", 99: "-."}
-LEGEND_COLUMNS = 2
+SOURCE_TEXT = {MARKER: "marker → response", FALLBACK: "no marker: last history → response"}
+HEADING = "Replay gap: end of the replayed history → response"
+X_LABEL = "gap (ms)"
+SUBTITLE = (
+    "from the replay_complete marker to the response;\n"
+    "in lanes marked “no marker”, from the last replayed history update to the response"
+)
+PERCENTILE_STYLE = {50: "-", 90: "--", 99: ":"}
+MIN_REPLAYS = {50: 4, 90: 10, 99: 100}  # below this, the percentile is (nearly) the max
+LABEL_EACH_UP_TO = 3  # lanes with this many replays or fewer label every value
+DOTS_UP_TO = 100  # lanes with more replays show a histogram
+BINS = 60
+MAX_LANES = 10
+BAND = (0.05, 0.45)  # the lane's data, above its y (dots jittered in it, histogram bars)
+LABEL_ROW = -0.22  # the lane's labels, below its y
+MARK_SPAN = (-0.06, 0.48)
+MIN_LANES_TALL = 3.2  # the y axis spans at least this many lanes: few lanes stay compact
+MIN_BAR = 0.04  # a bin with any replay is at least this fraction of the band tall
 
 
 @dataclass(frozen=True)
-class Series:
+class Lane:
     """The gaps of one agent version from one source (marker or last history update)."""
 
     agent: str
     source: str
-    values: NDArray[np.float64]
+    values: NDArray[np.float64]  # sorted
+
+    @property
+    def name(self) -> str:
+        return f"{self.agent} · {SOURCE_TEXT[self.source]}"
 
     @property
     def label(self) -> str:
-        return f"{self.agent} · {SOURCE_TEXT[self.source]} (n={self.values.size})"
+        n = self.values.size
+        return f"{self.agent}\n{SOURCE_TEXT[self.source]} · {n:,} {plural(n, 'replay')}"
 
 
-def gap_table(replays: pl.DataFrame, untimed: Sequence[str] = ()) -> pl.DataFrame:
-    """Per replay with a measurable gap: agent, agent_version, source and gap_ms."""
+def with_gap(replays: pl.DataFrame, untimed: Sequence[str] = ()) -> pl.DataFrame:
+    """The replays table plus `gap_ms` and its `source` (`marker` or `last_history`), both
+    null where the gap cannot be measured (no response, or an ordering-only trace)."""
     marker = pl.col("marker_to_response_ms")
-    fallback = pl.col("last_history_to_response_ms")
-    return (
-        replays.filter(~pl.col("trace").is_in(list(untimed)))
-        .with_columns(
-            pl.coalesce(marker, fallback).alias("gap_ms"),
-            pl.when(marker.is_not_null())
-            .then(pl.lit(MARKER))
-            .otherwise(pl.lit(FALLBACK))
-            .alias("source"),
-        )
-        .filter(pl.col("gap_ms").is_not_null())
-        .select("trace", "session", "agent", "agent_version", "source", "gap_ms")
+    measured = pl.coalesce(marker, pl.col("last_history_to_response_ms"))
+    gap = pl.when(pl.col("trace").is_in(list(untimed))).then(None).otherwise(measured)
+    return replays.with_columns(gap.alias("gap_ms")).with_columns(
+        pl.when(pl.col("gap_ms").is_null())
+        .then(None)
+        .when(marker.is_not_null())
+        .then(pl.lit(MARKER))
+        .otherwise(pl.lit(FALLBACK))
+        .alias("source")
     )
 
 
-def series_of(gaps: pl.DataFrame) -> list[Series]:
-    """The series of a gap table, in order of first appearance."""
-    out = []
+def gap_table(replays: pl.DataFrame, untimed: Sequence[str] = ()) -> pl.DataFrame:
+    """Per replay with a measurable gap: trace, session, request_id, agent, agent_version,
+    source and gap_ms."""
+    return (
+        with_gap(replays, untimed)
+        .filter(pl.col("gap_ms").is_not_null())
+        .select("trace", "session", "request_id", "agent", "agent_version", "source", "gap_ms")
+    )
+
+
+def lanes_of(gaps: pl.DataFrame) -> list[Lane]:
+    """The lanes of a gap table, by agent name, version (in numeric order) and source."""
     keys = ["agent", "agent_version", "source"]
-    for (agent, version, source), part in gaps.group_by(keys, maintain_order=True):
-        values = part["gap_ms"].to_numpy().astype(np.float64)
-        out.append(Series(agent_label(agent, version), str(source), values))
-    return out
+    groups = sorted(
+        gaps.group_by(keys, maintain_order=True),
+        key=lambda g: (natural(str(g[0][0] or "")), natural(str(g[0][1] or "")), g[0][2]),
+    )
+    return [
+        Lane(agent_label(agent, version), str(source), np.sort(part["gap_ms"].to_numpy()))
+        for (agent, version, source), part in groups
+    ]
 
 
 def gap_figure(replays: pl.DataFrame, untimed: Sequence[str] = ()) -> Figure:
-    """Histogram and ECDF of the replay gaps, grouped by agent version, p50/p90/p99 marked."""
+    """The replay gaps, one lane per agent version, with each lane's percentiles marked."""
     gaps = gap_table(replays, untimed)
     notes = untimed_note(list(untimed))
     left_out = replays.filter(~pl.col("trace").is_in(list(untimed))).height - gaps.height
     if left_out:
-        notes.append(f"{left_out} replay(s) left out: no response, or no history and no marker.")
+        notes.append(
+            f"{left_out} {plural(left_out, 'replay')} left out: "
+            "no response, or no history and no marker."
+        )
     if not gaps.height:
         return empty_figure(HEADING, "No replay gaps to show:\nno replay with a response.", notes)
-    series = series_of(gaps)
-    values = gaps["gap_ms"].to_numpy().astype(np.float64)
-    fig, hist_ax, ecdf_ax, legend_ax = _layout(len(series))
-    title(fig, f"{HEADING} ({values.size} replays)")
-    _histogram(hist_ax, series, values)
-    _ecdf(ecdf_ax, series)
-    _legend(legend_ax, ecdf_ax, len(series))
-    for ax, top in ((hist_ax, True), (ecdf_ax, False)):
-        set_scale(ax, values)
-        mark_percentiles(ax, values, top)
+    lanes = _at_most(lanes_of(gaps), notes)
+    fig = blank_figure()
+    ax = fig.add_subplot()
+    ax.tick_params(labelsize=TICK_SIZE)
+    shown = np.concatenate([lane.values for lane in lanes])
+    n, agents = shown.size, len({lane.agent for lane in lanes})
+    title(
+        fig, f"{HEADING} · {n:,} {plural(n, 'replay')} · {agents} agent {plural(agents, 'version')}"
+    )
+    set_scale(ax, shown, room=0.6 if n == 1 else 0.3)
+    _lanes_axis(ax, lanes)
+    for index, lane in enumerate(lanes):
+        _draw_lane(ax, lane, -index, f"C{index % 10}", alone=n == 1)
     add_note(fig, notes)
+    settle_layout(ax)  # the labels are packed in pixels: the layout must be final
+    for index, lane in enumerate(lanes):
+        small = lane.values.size <= LABEL_EACH_UP_TO
+        mark = -index + ((BAND[0] + BAND[1]) / 2 if small else MARK_SPAN[0])
+        size = LABEL_SIZE if n == 1 else None
+        row_labels(ax, lane_labels(lane), -index + LABEL_ROW, mark, size=size)
     return fig
 
 
-def _bins(values: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Shared bin edges: geometric when the values span decades (a first bin from the
-    smallest value for zeros), else numpy's automatic choice."""
-    if spans_decades(values):
-        positive = values[values > 0]
-        edges = np.geomspace(positive.min(), positive.max(), 41)
-        if positive.size < values.size:
-            edges = np.concatenate([[values.min()], edges])
-        return edges
-    edges = np.histogram_bin_edges(values, bins="auto")
-    if edges.size > 61:
-        edges = np.linspace(values.min(), values.max(), 61)
-    return edges.astype(np.float64)
-
-
-def _histogram(ax: Axes, series: list[Series], values: NDArray[np.float64]) -> None:
-    bins = _bins(values)
-    for index, s in enumerate(series):
-        color = f"C{index % 10}"
-        patches = ax.hist(
-            s.values,
-            bins=list(bins),
-            histtype="stepfilled",
-            facecolor=to_rgba(color, 0.3),
-            edgecolor=color,
-            linewidth=1.5,
-            label=s.label,
-        )[2]
-        for patch in patches if isinstance(patches, list) else [patches]:
-            if isinstance(patch, Polygon):
-                patch.set_gid(f"hist:{s.label}")
-    axis_labels(ax, "gap (ms)", "replays", "Histogram")
-
-
-def _ecdf(ax: Axes, series: list[Series]) -> None:
-    for index, s in enumerate(series):
-        line = ax.ecdf(s.values, color=f"C{index % 10}", linewidth=2, label=s.label)
-        line.set_gid(f"ecdf:{s.label}")
-    ax.set_ylim(0, 1.02)
-    axis_labels(ax, "gap (ms)", "fraction of replays", "Cumulative distribution (ECDF)")
-
-
-def _layout(n_series: int) -> tuple[Figure, Axes, Axes, Axes]:
-    """Histogram and ECDF side by side, a band below them for the legend."""
-    fig = blank_figure()
-    rows = math.ceil(n_series / LEGEND_COLUMNS)
-    band = 0.45 + 0.3 * rows  # inches
-    axes = fig.subplot_mosaic(
-        [["hist", "ecdf"], ["legend", "legend"]],
-        height_ratios=[FIGSIZE[1] - 1.0 - band, band],
+def _at_most(lanes: list[Lane], notes: list[str]) -> list[Lane]:
+    """The `MAX_LANES` lanes with the most replays (in their order), and a note on the rest."""
+    if len(lanes) <= MAX_LANES:
+        return lanes
+    kept = sorted(lanes, key=lambda lane: -lane.values.size)[:MAX_LANES]
+    hidden = [lane for lane in lanes if lane not in kept]
+    count = sum(lane.values.size for lane in hidden)
+    notes.append(
+        f"{len(hidden)} more {plural(len(hidden), 'lane')} ({count:,} {plural(count, 'replay')}) "
+        "not shown: the lanes with the most replays are; `acp-trace replays` lists every replay."
     )
-    for name in ("hist", "ecdf"):
-        axes[name].tick_params(labelsize=TICK_SIZE)
-    return fig, axes["hist"], axes["ecdf"], axes["legend"]
+    return [lane for lane in lanes if lane in kept]
 
 
-def _legend(legend_ax: Axes, ecdf_ax: Axes, n_series: int) -> None:
-    legend_ax.set_axis_off()
-    legend = legend_ax.legend(
-        *ecdf_ax.get_legend_handles_labels(),
-        loc="center",
-        ncols=min(n_series, LEGEND_COLUMNS),
-        fontsize=TEXT_SIZE,
-        title=LEGEND_TITLE,
-        title_fontsize=TEXT_SIZE,
-        frameon=False,
-    )
-    legend.set_gid("gap-legend")
+def _lanes_axis(ax: Axes, lanes: list[Lane]) -> None:
+    ys = [-i for i in range(len(lanes))]
+    low, high = -len(lanes) + 0.5, 0.62
+    spare = max(0.0, MIN_LANES_TALL - (high - low)) / 2
+    ax.set_ylim(low - spare, high + spare)
+    ax.set_yticks([y + 0.1 for y in ys], [lane.label for lane in lanes])
+    ax.tick_params(axis="y", length=0)
+    for y in ys[1:]:
+        ax.axhline(y + 0.5, color="0.85", linewidth=1, zorder=0)
+    ax.grid(axis="x", color="0.92", zorder=0)
+    ax.set_axisbelow(True)
+    axis_labels(ax, X_LABEL, "", SUBTITLE)
+
+
+def _draw_lane(ax: Axes, lane: Lane, y: float, color: str, alone: bool) -> None:
+    values = lane.values
+    low, high = y + BAND[0], y + BAND[1]
+    if values.size > DOTS_UP_TO:
+        edges = bin_edges(ax)
+        counts, _ = np.histogram(np.clip(values, edges[0], edges[-1]), bins=edges)
+        share = np.where(counts > 0, np.maximum(counts / counts.max(), MIN_BAR), 0.0)
+        heights = low + (high - low) * share
+        bars = ax.stairs(heights, edges, baseline=low, fill=True, color=color, alpha=0.85)
+        bars.set_gid(f"hist:{lane.name}")
+    else:
+        middle = (low + high) / 2
+        if values.size <= LABEL_EACH_UP_TO:
+            jitter = np.zeros(values.size)
+        else:
+            jitter = np.random.default_rng(0).uniform(-0.15, 0.15, values.size)
+        if alone:  # a stem from 0 makes one value's size readable
+            ax.plot([0, values[0]], [middle, middle], color=color, linewidth=2, gid="stem")
+        dots = ax.scatter(
+            values, middle + jitter, s=90 if alone else 28, color=color, alpha=0.75, zorder=3
+        )
+        dots.set_gid(f"dots:{lane.name}")
+    if values.size > LABEL_EACH_UP_TO:  # where the max label's leader line ends
+        top = float(values[-1])
+        ax.plot([top, top], [y + MARK_SPAN[0], low], color="0.45", linewidth=0.8, gid="max")
+    for q, value in lane_percentiles(lane).items():
+        ax.plot(
+            [value, value],
+            [y + MARK_SPAN[0], y + MARK_SPAN[1]],
+            color="0.1",
+            linestyle=PERCENTILE_STYLE[q],
+            linewidth=1.4,
+            zorder=4,
+            gid=f"p{q}:{lane.name}",
+        )
+
+
+def bin_edges(ax: Axes) -> NDArray[np.float64]:
+    """`BINS` + 1 edges that cut the x axis into equal slices, whatever its scale."""
+    scale = ax.xaxis.get_transform()
+    lo, hi = scale.transform(np.array(ax.get_xlim()))
+    edges = scale.inverted().transform(np.linspace(lo, hi, BINS + 1))
+    return np.asarray(edges, dtype=np.float64)
 
 
 def percentiles(values: NDArray[np.float64]) -> dict[int, float]:
@@ -185,23 +234,27 @@ def percentiles(values: NDArray[np.float64]) -> dict[int, float]:
     return {q: float(np.percentile(values, q, method="linear")) for q in PERCENTILES}
 
 
-def mark_percentiles(ax: Axes, values: NDArray[np.float64], top: bool) -> None:
-    """Vertical lines at p50, p90, p99 with labels that show the numbers."""
-    for rank, (q, value) in enumerate(percentiles(values).items()):
-        ax.axvline(value, color="0.15", linestyle=PERCENTILE_STYLE[q], linewidth=1.2, gid=f"p{q}")
-        text = f"p{q} {ms(value)}"
-        # Histogram: left of the line, from the top; ECDF: right of it, from the bottom.
-        y = 0.97 - 0.2 * rank if top else 0.03 + 0.2 * rank
-        ax.annotate(
-            text,
-            xy=(value, y),
-            xycoords=("data", "axes fraction"),
-            xytext=(-4 if top else 4, 0),
-            textcoords="offset points",
-            rotation=90,
-            ha="right" if top else "left",
-            va="top" if top else "bottom",
-            fontsize=TEXT_SIZE,
-            gid=f"p{q}-label",
-            bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.8},
-        )
+def lane_percentiles(lane: Lane) -> dict[int, float]:
+    """The percentiles a lane has enough replays for (`MIN_REPLAYS`)."""
+    n = lane.values.size
+    return {q: v for q, v in percentiles(lane.values).items() if n >= MIN_REPLAYS[q]}
+
+
+def lane_labels(lane: Lane) -> list[RowLabel]:
+    """Each value of a small lane; else its percentiles and its max, those that read the same
+    (`p50, p90, max 500 ms`) as one label at the highest of them."""
+    values = lane.values
+    if values.size <= LABEL_EACH_UP_TO:
+        return [RowLabel(float(v), ms(v), f"value:{lane.name}") for v in values]
+    marks = [(f"p{q}", v) for q, v in lane_percentiles(lane).items()]
+    marks.append(("max", float(values[-1])))
+    labels: list[RowLabel] = []
+    names: list[str] = []
+    for i, (name, value) in enumerate(marks):
+        names.append(name)
+        if i + 1 < len(marks) and ms(marks[i + 1][1]) == ms(value):
+            continue  # the next one reads the same: one label for both
+        text = f"{', '.join(names)} {ms(value)}"  # its gid names the highest: max, p99...
+        labels.append(RowLabel(value, text, f"{names[-1]}-label:{lane.name}"))
+        names = []
+    return labels

@@ -1,8 +1,15 @@
-"""The latency chart: request to response per method (box and strip), and prompt-turn phases."""
+"""The latency chart: request to response per method, and the prompt-turn phases in the order
+they happen (first agent chunk, acceptance, end of turn).
+
+One row per method (or phase) and agent version, never pooled across agents: every value a dot
+(one colour per agent version), a box once a row has `MIN_BOX` values, and the row's count,
+p50 and max in its name.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
@@ -12,17 +19,23 @@ from numpy.typing import NDArray
 
 from acp_trace.render.plots._common import (
     add_note,
+    agent_label,
     axis_labels,
     empty_figure,
     label,
+    ms,
+    natural,
     new_figure,
+    plural,
     set_scale,
     title,
     untimed_note,
 )
 
 HEADING = "Latency"
-MAX_METHODS = 15
+MAX_ROWS = {"method": 12, "phase": 6}  # rows of 2-line names in a 675 px figure
+MIN_BOX = 5  # a row with fewer values shows dots only: a box of one value is a line
+TWO_LINES_UP_TO = 6  # rows in a panel whose names take two lines
 PHASES = {
     "first_chunk_ms": "first agent chunk",
     "acceptance_ms": "prompt accepted",
@@ -30,83 +43,163 @@ PHASES = {
 }
 
 
+@dataclass(frozen=True)
+class Row:
+    """The times of one method or phase (`group`) for one agent version (`who`, None when
+    the chart has a single agent version); `colour` is the agent version's."""
+
+    group: str
+    who: str | None
+    values: NDArray[np.float64]
+    colour: str
+
+    @property
+    def key(self) -> str:
+        return self.group if self.who is None else f"{self.group} · {self.who}"
+
+    def name(self, one_line: bool = False) -> str:
+        """The row's name on the axis: what and who, then the count and numbers (on one line,
+        without the max, when the panel has many rows)."""
+        first = label(self.group, 32) + ("" if self.who is None else " · " + self.who)
+        v = self.values
+        if v.size == 1:
+            numbers = f"n=1 · {ms(float(v[0]))}"
+        else:
+            numbers = f"n={v.size:,} · p50 {ms(float(np.percentile(v, 50, method='linear')))}"
+            numbers += "" if one_line else f" · max {ms(float(v.max()))}"
+        return f"{first} · {numbers}" if one_line else f"{first}\n{numbers}"
+
+
+def agent_colours(*frames: pl.DataFrame) -> dict[str, str]:
+    """A colour per agent version of some frames, agent versions by name."""
+    whos = {
+        agent_label(a, v)
+        for df in frames
+        for a, v in df.select("agent", "agent_version").unique().rows()
+    }
+    return {who: f"C{i % 10}" for i, who in enumerate(sorted(whos, key=natural))}
+
+
+def _rows(
+    df: pl.DataFrame, group: str, value: str, order: list[str], colours: dict[str, str] | None
+) -> list[Row]:
+    """Values per `group` and agent version, groups in `order`, agent versions by name; each
+    agent version in its colour (`agent_colours` of the timeline: the same in both panels)."""
+    colour = colours or agent_colours(df)
+    rank = {name: i for i, name in enumerate(order)}
+    parts = [
+        (str(g), agent_label(a, v), np.asarray(vals, dtype=np.float64))
+        for g, a, v, vals in df.group_by(group, "agent", "agent_version").agg(value).rows()
+    ]
+    parts.sort(key=lambda p: (rank.get(p[0], len(rank)), natural(p[1])))
+    several = len(colour) > 1  # name the agent version when the chart has several
+    return [Row(g, who if several else None, vals, colour[who]) for g, who, vals in parts]
+
+
 def method_latencies(
-    tl: pl.DataFrame, untimed: Sequence[str] = ()
-) -> dict[str, NDArray[np.float64]]:
-    """Request-to-response times (ms) per method, the most frequent methods first."""
+    tl: pl.DataFrame, untimed: Sequence[str] = (), colours: dict[str, str] | None = None
+) -> list[Row]:
+    """Request-to-response times (ms) per method and agent version, the most frequent
+    methods first."""
     answered = tl.filter(
         pl.col("kind") == "request",
         pl.col("latency_ms").is_not_null(),
         ~pl.col("trace").is_in(list(untimed)),
     )
-    groups = answered.group_by("method").agg(pl.col("latency_ms"), pl.len().alias("n"))
-    groups = groups.sort(["n", "method"], descending=[True, False], nulls_last=True)
-    return {
-        str(m): np.asarray(v, dtype=np.float64)
-        for m, v in groups.select("method", "latency_ms").rows()
-    }
+    counts = answered.group_by("method").len().sort(["len", "method"], descending=[True, False])
+    return _rows(answered, "method", "latency_ms", [str(m) for m in counts["method"]], colours)
 
 
 def phase_latencies(
-    turns: pl.DataFrame, untimed: Sequence[str] = ()
-) -> dict[str, NDArray[np.float64]]:
-    """Prompt-turn phase times (ms since the prompt request), for phases that occurred."""
+    turns: pl.DataFrame, untimed: Sequence[str] = (), colours: dict[str, str] | None = None
+) -> list[Row]:
+    """Prompt-turn phase times (ms since the prompt request) per agent version, in the order
+    phases happen (first chunk, acceptance, end); only phases that occurred."""
     timed = turns.filter(~pl.col("trace").is_in(list(untimed)))
-    out = {}
-    for column, name in PHASES.items():
-        values = timed[column].drop_nulls().to_numpy().astype(np.float64)
-        if values.size:
-            out[name] = values
-    return out
+    long = timed.unpivot(
+        index=["agent", "agent_version"], on=list(PHASES), variable_name="phase", value_name="ms"
+    ).drop_nulls("ms")
+    long = long.with_columns(pl.col("phase").replace_strict(PHASES))
+    return _rows(long, "phase", "ms", list(PHASES.values()), colours)
 
 
 def latency_figure(tl: pl.DataFrame, turns: pl.DataFrame, untimed: Sequence[str] = ()) -> Figure:
-    """Request-to-response times per method and prompt-turn phases, as box and strip plots."""
-    methods = method_latencies(tl, untimed)
-    phases = phase_latencies(turns, untimed)
+    """Request-to-response times per method and prompt-turn phases, a row per agent version."""
+    colours = agent_colours(tl.filter(pl.col("kind") == "request"))
+    methods = method_latencies(tl, untimed, colours)
+    phases = phase_latencies(turns, untimed, colours)
     notes = untimed_note(list(untimed))
     if not methods:
         return empty_figure(
             f"{HEADING}: request → response", "No answered requests with timestamps.", notes
         )
-    if len(methods) > MAX_METHODS:
-        notes.append(f"{len(methods) - MAX_METHODS} less frequent method(s) not shown.")
-        methods = dict(list(methods.items())[:MAX_METHODS])
+    methods, phases = _at_most(methods, "method", notes), _at_most(phases, "phase", notes)
     if not phases:
         notes.append("No prompt turns with timestamps: no turn phases to show.")
-    fig, axes = new_figure(2, width_ratios=[3.0, 2.0]) if phases else new_figure(1)
-    count = sum(v.size for v in methods.values())
-    title(fig, f"{HEADING}: {count} answered requests, {len(turns)} prompt turns")
+    if phases:  # one above the other: both get the whole width and the same margin
+        heights = [len(methods) + 1.0, len(phases) + 1.0]
+        fig, axes = new_figure(nrows=2, height_ratios=heights)
+    else:
+        fig, axes = new_figure()
+    count = sum(r.values.size for r in methods)
+    turned = turns.filter(~pl.col("trace").is_in(list(untimed))).height
+    only = f" of {next(iter(colours))}" if len(colours) == 1 else ""  # else rows name agents
+    title(
+        fig,
+        f"{HEADING}{only}: {count:,} answered {plural(count, 'request')}, "
+        f"{turned:,} prompt {plural(turned, 'turn')}",
+    )
     box_strip(axes[0], methods, "method")
-    axis_labels(axes[0], "request → response (ms)", "method", "Request to response, per method")
+    axis_labels(axes[0], "request → response (ms)", "", "Request to response, per method")
     if phases:
         box_strip(axes[1], phases, "phase")
-        axis_labels(axes[1], "ms after the prompt request", "phase", "Prompt turn phases")
+        heading = "Prompt turn phases, in time order"
+        axis_labels(axes[1], "ms after the session/prompt request", "", heading)
     add_note(fig, notes)
     return fig
 
 
-def box_strip(ax: Axes, groups: dict[str, NDArray[np.float64]], kind: str) -> None:
-    """Horizontal box plots with every value as a jittered dot; the first group on top."""
-    names = list(groups)
-    positions = list(range(len(names), 0, -1))
-    data = [groups[n] for n in names]
-    boxes = ax.boxplot(
-        data,
-        orientation="horizontal",
-        positions=positions,
-        widths=0.55,
-        showfliers=False,
-        patch_artist=True,
-        tick_labels=[f"{label(n)} (n={groups[n].size})" for n in names],
-        medianprops={"color": "0.1", "linewidth": 2},
-        boxprops={"facecolor": "#DCE6F2", "edgecolor": "#4C72B0"},
-    )
+def _at_most(rows: list[Row], kind: str, notes: list[str]) -> list[Row]:
+    """The `MAX_ROWS[kind]` rows with the most values (in their order), and a note on the rest."""
+    limit = MAX_ROWS[kind]
+    if len(rows) <= limit:
+        return rows
+    left = len(rows) - limit
+    notes.append(f"{left} more {kind} {plural(left, 'row')} not shown (those with fewest values).")
+    kept = {r.key for r in sorted(rows, key=lambda r: -r.values.size)[:limit]}
+    return [r for r in rows if r.key in kept]
+
+
+def box_strip(ax: Axes, rows: list[Row], kind: str) -> None:
+    """Horizontal rows, the first on top: every value a dot (jittered when there are more
+    than three), and a box (quartiles, whiskers to 1.5 IQR) once there are `MIN_BOX`."""
+    positions = list(range(len(rows), 0, -1))
+    boxed = [i for i, row in enumerate(rows) if row.values.size >= MIN_BOX]
+    if boxed:
+        boxes = ax.boxplot(
+            [rows[i].values for i in boxed],
+            orientation="horizontal",
+            positions=[positions[i] for i in boxed],
+            widths=0.55,
+            showfliers=False,
+            patch_artist=True,
+            medianprops={"color": "0.1", "linewidth": 2},
+            boxprops={"facecolor": "#E8ECF2", "edgecolor": "0.45"},
+            whiskerprops={"color": "0.45"},
+            capprops={"color": "0.45"},
+        )
+        for i, box in zip(boxed, boxes["boxes"], strict=True):
+            box.set_gid(f"box:{kind}:{rows[i].key}")
     rng = np.random.default_rng(0)
-    for name, y, values, box in zip(names, positions, data, boxes["boxes"], strict=True):
-        box.set_gid(f"box:{kind}:{name}")
-        jitter = rng.uniform(-0.18, 0.18, values.size)
-        dots = ax.scatter(values, y + jitter, s=14, color="#C44E52", alpha=0.55, zorder=3)
-        dots.set_gid(f"strip:{kind}:{name}")
-    set_scale(ax, np.concatenate(data))
+    for row, y in zip(rows, positions, strict=True):
+        few = row.values.size <= 3
+        jitter = np.zeros(row.values.size) if few else rng.uniform(-0.18, 0.18, row.values.size)
+        dots = ax.scatter(
+            row.values, y + jitter, s=50 if few else 14, color=row.colour, alpha=0.7, zorder=3
+        )
+        dots.set_gid(f"strip:{kind}:{row.key}")
+    one_line = len(rows) > TWO_LINES_UP_TO
+    ax.set_yticks(positions, [row.name(one_line) for row in rows])
+    ax.set_ylim(0.4, len(rows) + 0.6)
+    set_scale(ax, np.concatenate([row.values for row in rows]), room=0.3)
     ax.grid(axis="x", color="0.9")

@@ -3,11 +3,14 @@
 One lane per session (the resumed session on top, announced children below it): a tick per
 history update, the replay_complete marker, live updates, the state_update snapshot, agent
 requests; the request at 0 ms and the response as vertical lines; the gap (marker to response,
-or last history update to response when there is no marker) annotated on each lane.
+or last history update to response when there is no marker) annotated on each lane. When the
+agent wrote to stderr during the window, a last lane shows those lines and the phases they
+name (replay_stderr.py), so the wait in the gap is explained by the agent's own words.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +18,9 @@ import polars as pl
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from acp_trace.analysis.replays import Facts, Window, outcome
+from acp_trace.analysis.replays import Facts, outcome
+from acp_trace.analysis.timeline import untimed_traces
+from acp_trace.render.plots import replay_stderr
 from acp_trace.render.plots._common import (
     TEXT_SIZE,
     add_note,
@@ -25,11 +30,20 @@ from acp_trace.render.plots._common import (
     label,
     ms,
     new_figure,
+    plain_ticks,
     title,
     untimed_note,
-    untimed_traces,
 )
-from acp_trace.render.plots.replay_window import Pick, View, choose_window, lanes_of, window_events
+from acp_trace.render.plots._labels import settle_layout
+from acp_trace.render.plots.replay_window import (
+    Lane,
+    Pick,
+    View,
+    choose_window,
+    lanes_of,
+    window_events,
+    window_stderr,
+)
 
 HEADING = "Replay timeline"
 LANE_LABEL = 24  # characters of a session id on the y axis
@@ -49,15 +63,16 @@ def replay_figure(
     tl: pl.DataFrame,
     pick: Pick | None = None,
 ) -> Figure:
-    """The timeline of one replay: the slowest of those `pick` matches."""
+    """The timeline of one replay: the slowest of those `pick` matches (a `pick` that matches
+    none is a UsageError listing the choices)."""
     untimed = untimed_traces(tl)
     notes = untimed_note(untimed)
     pick = pick or Pick()
     w, candidates = choose_window(facts, tl, untimed, pick)
     if w is None:
-        wanted = f" for {pick.describe()}" if pick.chosen else NOTHING
-        return empty_figure(HEADING, f"No replay to show{wanted}.", notes)
-    view = View(tl, w, lanes_of(w), window_events(tl, w), None)
+        return empty_figure(HEADING, f"No replay to show{NOTHING}.", notes)
+    stderr = window_stderr(tl, w)
+    view = View(tl, w, lanes_of(w, stderr.height), window_events(tl, w), None, stderr)
     view.end = view.at(w.end_row)
     zoom = view.zoom()
     fig, axes = new_figure(nrows=2 if zoom else 1)
@@ -69,12 +84,18 @@ def replay_figure(
         loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=TEXT_SIZE, borderaxespad=0
     )
     if candidates > 1:
-        among = f" for {pick.describe()}" if pick.chosen else ""
+        among = f" for {label(pick.describe(), 80)}" if pick.chosen else ""
         notes.append(
-            f"The slowest of {candidates} replays{among}; "
+            f"The slowest of {candidates:,} replays{among}; "
             "choose another with --trace, --session or --request."
         )
     add_note(fig, notes)
+    if stderr.height:
+        settle_layout(axes[0])  # the phase labels are packed in pixels: the layout is final
+        for ax in axes:
+            for lane in view.lanes:
+                if lane.kind == replay_stderr.KIND:
+                    replay_stderr.add_labels(ax, view, lane)
     return fig
 
 
@@ -88,9 +109,10 @@ def _draw(ax: Axes, view: View, zoom_to: float | None) -> None:
     whole = max(view.end or 0.0, last if isinstance(last, float) else 0.0, 1.0)
     right = zoom_to if zoom_to is not None else whole
     ax.set_xlim(-0.03 * right, right * 1.06)
-    ax.set_ylim(min(view.lanes.values()) - 0.6, 0.9)
-    names = [_lane_name(view.w, n) for n in view.lanes]
-    ax.set_yticks(list(view.lanes.values()), names)
+    plain_ticks(ax)
+    ax.set_ylim(min(lane.y for lane in view.lanes) - 0.6, 0.9)
+    names = [LANE_KINDS[lane.kind][0](view, lane) for lane in view.lanes]
+    ax.set_yticks([lane.y for lane in view.lanes], names)
     ax.tick_params(axis="y", length=0)
     if zoom_to is None:
         axis_labels(ax, "time since the request (ms)", "session", _subtitle(view))
@@ -99,12 +121,12 @@ def _draw(ax: Axes, view: View, zoom_to: float | None) -> None:
         axis_labels(ax, "time since the request (ms)", "session", heading)
 
 
-def _lane_name(w: Window, name: str) -> str:
-    stats = w.sessions[name]
+def _session_name(view: View, lane: Lane) -> str:
+    stats = view.w.sessions[lane.key]
     about = f"{stats.history_updates} history"
     if stats.parent is not None:
         about += f", child of {label(stats.parent, LANE_LABEL)}"
-    return f"{label(name, LANE_LABEL)}\n({about})"
+    return f"{label(lane.key, LANE_LABEL)}\n({about})"
 
 
 def _subtitle(view: View) -> str:
@@ -118,20 +140,26 @@ def _subtitle(view: View) -> str:
 
 
 def _draw_events(ax: Axes, view: View, legend: bool) -> None:
-    labelled: set[str] = set()
-    for name, y in view.lanes.items():
-        ax.axhline(y, color="0.88", linewidth=1, zorder=0, gid=f"lane:{name}")
-        mine = view.events.filter(pl.col("session") == name)
-        for cls, style in STYLES.items():
-            t = mine.filter(pl.col("cls") == cls)["t"].to_list()
-            if not t:
-                continue
-            kwargs = dict(style)
-            if cls in labelled or not legend:
-                kwargs["label"] = "_nolegend_"
-            labelled.add(cls)
-            dots = ax.scatter(t, [y] * len(t), zorder=3, linewidths=1.5, **kwargs)
-            dots.set_gid(f"{cls}:{name}")
+    # one legend entry per class, from the first panel only
+    labelled: set[str] = set() if legend else {*STYLES, *replay_stderr.LEGEND}
+    for lane in view.lanes:
+        ax.axhline(lane.y, color="0.88", linewidth=1, zorder=0, gid=f"lane:{lane.key}")
+        LANE_KINDS[lane.kind][1](ax, view, lane, labelled)
+
+
+def _draw_session(ax: Axes, view: View, lane: Lane, labelled: set[str]) -> None:
+    """A session's updates and the agent's requests on it, one artist per class."""
+    mine = view.events.filter(pl.col("session") == lane.key)
+    for cls, style in STYLES.items():
+        t = mine.filter(pl.col("cls") == cls)["t"].to_list()
+        if not t:
+            continue
+        kwargs = dict(style)
+        if cls in labelled:
+            kwargs["label"] = "_nolegend_"
+        labelled.add(cls)
+        dots = ax.scatter(t, [lane.y] * len(t), zorder=3, linewidths=1.5, **kwargs)
+        dots.set_gid(f"{cls}:{lane.key}")
 
 
 def _draw_ends(ax: Axes, view: View, labels: bool) -> None:
@@ -177,7 +205,10 @@ def _draw_gaps(ax: Axes, view: View) -> None:
     w, end = view.w, view.end
     if end is None or w.end not in ("response", "error"):
         return
-    for name, y in view.lanes.items():
+    for lane in view.lanes:
+        if lane.kind != "session":
+            continue
+        name, y = lane.key, lane.y
         stats = w.sessions[name]
         marked = stats.marker_row is not None
         since = view.at(stats.marker_row if marked else stats.last_history_row)
@@ -206,3 +237,11 @@ def _draw_gaps(ax: Axes, view: View) -> None:
             color="#C44E52",
             gid=f"gap:{name}",
         )
+
+
+DrawLane = Callable[[Axes, View, Lane, set[str]], None]
+# Per kind of lane: its name on the y axis, and what draws it.
+LANE_KINDS: dict[str, tuple[Callable[[View, Lane], str], DrawLane]] = {
+    "session": (_session_name, _draw_session),
+    replay_stderr.KIND: (replay_stderr.lane_name, replay_stderr.draw),
+}

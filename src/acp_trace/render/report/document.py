@@ -1,6 +1,13 @@
 """A small document model (headings, paragraphs, tables, images, code) with Markdown and HTML
 renderings. Blocks hold plain text only; the renderers escape all of it, so text that comes
 from a trace can neither break a table nor inject markup.
+
+Markdown is written for GitHub, where a report is pasted into an issue: markup characters are
+backslash-escaped, `<`, `>` and `&` become entities (no raw HTML), and words GitHub would turn
+into something live (an `@mention` or team mention, a bare URL or `www.` link, an e-mail
+address, an issue reference such as `#12` or `owner/repo#12`) go into code spans, where GitHub
+links and notifies nothing and the text copies as it is. Images cannot be linked relatively
+from an issue, so a chart is a line that names its file and says to drag it in.
 """
 
 from __future__ import annotations
@@ -10,9 +17,15 @@ import html
 import re
 from dataclasses import dataclass, field
 
-# Markdown: characters that could start emphasis, code, links, tables or strikethrough.
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+# Markdown: characters that could start emphasis, code, links, images, tables, headings or
+# strikethrough.
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~#!])")
 _MD_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+# Words that GitHub makes live: mentions, e-mail addresses, URLs, www. links, issue references.
+_LIVE = re.compile(r"@|[a-z][a-z0-9+.-]*:/|(^|\W)www\.|(^|[\s\w/.-])#\d", re.IGNORECASE)
+_PUNCTUATION = "()[]{}\"',.;:!?"  # around a live word, kept out of its code span
+# At the start of a line: a list item (`- x`, `+ x`, `1. x`) or a block quote.
+_LINE_START = re.compile(r"^(?:[-+](?=\s|$)|\d+(?=[.)](?:\s|$)))")
 
 
 @dataclass(frozen=True)
@@ -41,7 +54,8 @@ class Table:
 
 @dataclass(frozen=True)
 class Image:
-    """A chart saved beside the document (Markdown links it, HTML embeds it)."""
+    """A chart saved beside the document: HTML embeds it; Markdown names the file and says
+    to drag it into the issue (GitHub shows no relative image in an issue)."""
 
     file: str
     alt: str
@@ -60,20 +74,53 @@ Block = Heading | Paragraph | Table | Image | Code
 # ---------------------------------------------------------------- Markdown
 
 
-def md_text(text: str) -> str:
-    """Plain text as Markdown that shows exactly that text: no markup, no HTML, one line."""
+def md_text(text: str, *, table: bool = False) -> str:
+    """Plain text as Markdown that shows exactly that text, on one line: no markup, no HTML,
+    nothing live (words GitHub would link or mention are code spans). In a table cell
+    (`table`) a `|` inside a code span is escaped too, as GitHub tables need."""
     one_line = " ".join(text.splitlines()) if text else ""
-    escaped = "".join(_MD_ENTITIES.get(c, c) for c in one_line)
+    words = re.split(r"(\s+)", one_line)
+    out = []
+    for word in words:
+        core = word.strip(_PUNCTUATION)
+        if core and _LIVE.search(core):  # punctuation around it stays outside the code span
+            start = word.index(core)
+            before, after = word[:start], word[start + len(core) :]
+            out.append(_md_plain(before) + md_code_span(core, table=table) + _md_plain(after))
+        else:
+            out.append(_md_plain(word))
+    joined = "".join(out)
+    return joined if table else _LINE_START.sub(_unlist, joined, count=1)
+
+
+def _unlist(match: re.Match[str]) -> str:
+    """`- x` -> `\\- x`; `1. x` -> `1\\. x`: no list item at the start of a line."""
+    mark = match.group(0)
+    return mark + "\\" if mark[0].isdigit() else "\\" + mark
+
+
+def _md_plain(text: str) -> str:
+    escaped = "".join(_MD_ENTITIES.get(c, c) for c in text)
     return _MD_SPECIAL.sub(r"\\\1", escaped)
+
+
+def md_code_span(text: str, *, table: bool = False) -> str:
+    """`text` as a code span: literal, never linked; the fence outgrows any run of backticks."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    padded = f" {text} " if text.startswith(("`", " ")) or text.endswith(("`", " ")) else text
+    if table:
+        padded = padded.replace("|", "\\|")
+    return f"{fence}{padded}{fence}"
 
 
 def _md_table(t: Table) -> list[str]:
     align = ["---:" if i in t.numeric else "---" for i in range(len(t.columns))]
     lines = [
-        "| " + " | ".join(md_text(c) for c in t.columns) + " |",
+        "| " + " | ".join(md_text(c, table=True) for c in t.columns) + " |",
         "| " + " | ".join(align) + " |",
     ]
-    lines += ["| " + " | ".join(md_text(c) for c in row) + " |" for row in t.rows]
+    lines += ["| " + " | ".join(md_text(c, table=True) for c in row) + " |" for row in t.rows]
     return lines
 
 
@@ -94,7 +141,10 @@ def to_markdown(blocks: list[Block]) -> str:
         elif isinstance(b, Table):
             out.append("\n".join(_md_table(b)))
         elif isinstance(b, Image):
-            out.append(f"![{md_text(b.alt)}]({b.file})")
+            out.append(
+                f"> **Chart: {md_text(b.alt)}**: the file `{b.file}` beside this report "
+                "(drag it into the issue to show it here; report.html has it embedded)."
+            )
         else:
             out.append("\n".join(_md_code(b.text)))
     return "\n\n".join(out) + "\n"

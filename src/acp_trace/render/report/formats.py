@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import json
+import re
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
@@ -10,91 +12,169 @@ import orjson
 import polars as pl
 
 from acp_trace.errors import UsageError
+from acp_trace.jsonrpc import id_json
+from acp_trace.render.escape import csv_safe, json_safe
 from acp_trace.render.report.text import format_findings, format_table
 
 JSON_OPTS = orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
+# Times are taken in nanoseconds: six decimals of a millisecond hold all there is, and rounding
+# to them removes the float noise of a division (87.32291099999998 -> 87.322911).
+DECIMALS = 6
+
+
+def rounded(df: pl.DataFrame) -> pl.DataFrame:
+    """Float columns (and lists of floats) rounded to DECIMALS, for JSON and CSV."""
+    exprs = []
+    for name, dtype in df.schema.items():
+        if dtype.is_float():
+            exprs.append(pl.col(name).round(DECIMALS))
+        elif isinstance(dtype, pl.List) and dtype.inner.is_float():
+            exprs.append(pl.col(name).list.eval(pl.element().round(DECIMALS)))
+    return df.with_columns(exprs) if exprs else df
 
 
 def rows_json(df: pl.DataFrame) -> list[dict[str, Any]]:
-    """The rows of a table as JSON-ready dicts; JSON-RPC ids go back to their own type."""
-    rows = df.to_dicts()
+    """The rows of a table as JSON-ready dicts, floats rounded; JSON-RPC ids go back to their
+    own type, as written (an integer beyond 64 bits stays exact)."""
+    rows = rounded(df).to_dicts()
     if "request_id" in df.columns:
         for row in rows:
             if row["request_id"] is not None:
-                row["request_id"] = orjson.loads(row["request_id"])
+                row["request_id"] = id_json(row["request_id"])
     return rows
 
 
-def frame(df: pl.DataFrame, fmt: str, table: str | None = None) -> str:
-    """One table as `table` (aligned text), `json` (an array of objects) or `csv`."""
+def to_json(value: Any) -> str:
+    """Indented JSON; characters a terminal would act on (C1, bidi controls) as escapes."""
+    return json_safe(orjson.dumps(value, option=JSON_OPTS).decode())
+
+
+def to_csv(df: pl.DataFrame) -> str:
+    """CSV of the flat columns: floats rounded, cells safe from formula injection."""
+    flat = df.select([c for c, t in df.schema.items() if not isinstance(t, pl.List | pl.Struct)])
+    buf = io.StringIO()
+    csv_safe(rounded(flat)).write_csv(buf)
+    return buf.getvalue()
+
+
+def frame(df: pl.DataFrame, fmt: str, width: int | None = None) -> str:
+    """One table as `table` (aligned text, fitted to `width`), `json` (an array of objects) or
+    `csv`."""
     if fmt == "table":
-        return format_table(df)
+        return format_table(df, width=width)
     if fmt == "json":
-        return orjson.dumps(rows_json(df), option=JSON_OPTS).decode()
+        return to_json(rows_json(df))
     if fmt == "csv":
-        flat = df.select(
-            [c for c, t in df.schema.items() if not isinstance(t, pl.List | pl.Struct)]
-        )
-        buf = io.StringIO()
-        flat.write_csv(buf)
-        return buf.getvalue()
+        return to_csv(df)
     raise UsageError(f"--format {fmt}: expected table, json or csv")
 
 
 def frames(tables: dict[str, pl.DataFrame], fmt: str) -> str:
     """Several tables: one JSON object keyed by name, or CSV sections with a `# name` line."""
     if fmt == "json":
-        return orjson.dumps({k: rows_json(v) for k, v in tables.items()}, option=JSON_OPTS).decode()
+        return to_json({k: rows_json(v) for k, v in tables.items()})
     if fmt == "csv":
         return "".join(f"# {name}\n{frame(df, 'csv')}" for name, df in tables.items())
     return "".join(f"{name}\n{frame(df, fmt)}\n" for name, df in tables.items())
 
 
 def check_output(analysis: Any, findings: pl.DataFrame, fmt: str) -> str:
-    """The output of `acp-trace check` in `text`, `json` or `junit`."""
-    traces = analysis.traces()
+    """The output of `acp-trace check` in `text`, `json` or `junit`; the inputs skipped while
+    reading (files that are no trace) are listed apart from the traces."""
+
+    skipped = analysis.skipped
+    traces = analysis.traces().filter(~pl.col("trace").is_in(skipped["trace"].implode()))
     if fmt == "text":
-        return format_findings(findings, traces)
+        return format_findings(findings, traces, skipped.height)
     if fmt == "json":
         doc = {
             "findings": rows_json(findings),
             "replays": rows_json(analysis.replays),
             "traces": [{"path": t, "records": n, "malformed": m} for t, n, m in traces.iter_rows()],
+            "input_problems": [{"path": t, "problem": p} for t, p in skipped.iter_rows()],
         }
-        return orjson.dumps(doc, option=JSON_OPTS).decode()
+        return _json_text(doc)
     if fmt == "junit":
-        return junit(findings, traces)
+        return junit(findings, traces, skipped)
     raise UsageError(f"--format {fmt}: expected text, json or junit")
 
 
-def junit(findings: pl.DataFrame, traces: pl.DataFrame) -> str:
-    """JUnit XML: a testsuite per trace, a testcase per rule; error findings fail the case."""
+def _json_text(doc: Any) -> str:
+    """Indented JSON; text orjson refuses (a lone surrogate from a trace) is written escaped."""
+    try:
+        return orjson.dumps(doc, option=JSON_OPTS).decode()
+    except orjson.JSONEncodeError:
+        return json.dumps(doc, indent=2, ensure_ascii=True) + "\n"
+
+
+def junit(findings: pl.DataFrame, traces: pl.DataFrame, skipped: pl.DataFrame | None = None) -> str:
+    """JUnit XML: a testsuite per trace, a testcase per rule and side (the side is the
+    testcase's classname: agent, client or both); error findings fail the case. The inputs
+    skipped while reading are skipped testcases of a suite of their own."""
     from acp_trace.analysis.checks import RULES
 
     out = ['<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="acp-trace check">\n']
     for trace in traces["trace"].to_list():
         mine = findings.filter(pl.col("trace") == trace)
-        failing = mine.filter(pl.col("severity") == "error")["rule"].n_unique()
+        cases: list[tuple[str, str, pl.DataFrame]] = []
+        for rule_id, rule in RULES.items():
+            found = mine.filter(pl.col("rule") == rule_id)
+            sides = found["side"].unique(maintain_order=True).to_list() or [rule.side]
+            cases.extend((rule_id, side, found.filter(pl.col("side") == side)) for side in sides)
+        failing = sum(1 for _, _, f in cases if f.filter(pl.col("severity") == "error").height)
+        out.append(f'  <testsuite name={_attr(trace)} tests="{len(cases)}" failures="{failing}">\n')
+        out.extend(_testcase(rule_id, side, found) for rule_id, side, found in cases)
+        out.append("  </testsuite>\n")
+    if skipped is not None and skipped.height:
         out.append(
-            f'  <testsuite name={quoteattr(trace)} tests="{len(RULES)}" failures="{failing}">\n'
+            f'  <testsuite name="acp-trace inputs" tests="{skipped.height}" failures="0" '
+            f'skipped="{skipped.height}">\n'
         )
-        for rule_id in RULES:
-            out.append(_testcase(trace, rule_id, mine.filter(pl.col("rule") == rule_id)))
+        for path, problem in skipped.iter_rows():
+            out.append(
+                f'    <testcase classname="input" name={_attr(path)}>\n'
+                f"      <skipped message={_attr(f'not read: {problem}')}/>\n    </testcase>\n"
+            )
         out.append("  </testsuite>\n")
     out.append("</testsuites>\n")
     return "".join(out)
 
 
-def _testcase(trace: str, rule_id: str, found: pl.DataFrame) -> str:
-    head = f"    <testcase classname={quoteattr(trace)} name={quoteattr(rule_id)}"
+def _testcase(rule_id: str, side: str, found: pl.DataFrame) -> str:
+    head = f"    <testcase classname={_attr(side)} name={_attr(rule_id)}"
     if not found.height:
         return head + "/>\n"
     lines = "\n".join(
-        f"{f['severity']} at seq {f['seq']} (session {f['session']}): {f['message']}"
+        f"{f['severity']} at seq {f['seq']} in {f['trace']} (session {f['session']}): "
+        f"{f['message']}"
         for f in found.iter_rows(named=True)
     )
     errors = found.filter(pl.col("severity") == "error")
     if errors.height:
-        first = escape(errors["message"][0])
-        return f"{head}>\n      <failure message={quoteattr(first)}>{escape(lines)}</failure>\n    </testcase>\n"
-    return f"{head}>\n      <system-out>{escape(lines)}</system-out>\n    </testcase>\n"
+        first = _attr(errors["message"][0])
+        return (
+            f"{head}>\n      <failure message={first}>{_text(lines)}</failure>\n    </testcase>\n"
+        )
+    return f"{head}>\n      <system-out>{_text(lines)}</system-out>\n    </testcase>\n"
+
+
+# Characters XML 1.0 cannot hold (C0 controls but tab and newline, lone surrogates, U+FFFE/F)
+# and those it discourages or that act on a terminal (DEL, C1 controls, bidi overrides).
+_NOT_XML = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufffe\uffff]"
+)
+
+
+def _xml_safe(text: str) -> str:
+    """Trace text as XML 1.0 can hold it: what it cannot is shown as `\\uNNNN`."""
+    return _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", str(text))
+
+
+def _attr(text: str) -> str:
+    """A quoted XML attribute value (newlines and tabs kept as character references)."""
+    return quoteattr(_xml_safe(text), {"\n": "&#10;", "\r": "&#13;", "\t": "&#9;"})
+
+
+def _text(text: str) -> str:
+    """XML character data (`]]>` cannot end a section: `>` is escaped)."""
+    return escape(_xml_safe(text))

@@ -1,81 +1,97 @@
-"""Text renderings for people: summaries, tables, timelines and findings (no I/O here)."""
+"""Text renderings for people: summaries, tables, timelines and findings (no I/O here).
+
+Every value that comes from a trace goes through `acp_trace.render.escape.terminal`: control
+characters, bidi controls and lone surrogates are shown escaped, never sent to a terminal raw.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
 import polars as pl
 
-
-def _fmt(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.1f}"
-    return str(value)
+from acp_trace.analysis.phase_patterns import parse_phase
+from acp_trace.render.escape import terminal
+from acp_trace.render.report.tables import ms, plural, table, to_text
 
 
-def format_table(df: pl.DataFrame, columns: list[str] | None = None) -> str:
-    """A plain aligned text table (no truncation, no box drawing: it pastes into issues)."""
-    columns = columns or df.columns
-    cells = [[_fmt(v) for v in row] for row in df.select(columns).iter_rows()]
-    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()]
-    lines.append("  ".join("-" * w for w in widths))
-    for r in cells:
-        lines.append("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip())
-    return "\n".join(lines) + "\n"
+def format_table(
+    df: pl.DataFrame, columns: Sequence[str] | None = None, width: int | None = None
+) -> str:
+    """An aligned text table (a rule under the header, no other lines: it pastes into issues),
+    fitted to `width` columns (None: as wide as its content) by wrapping its text columns."""
+    text = [c for c in columns or df.columns if not df.schema[c].is_numeric()]
+    return to_text(table(df, columns, fold=text, width=width), width)
 
 
-def format_summary(summary: pl.DataFrame) -> str:
-    """The `acp-trace summary` text: one block per trace."""
+def format_summary(summary: pl.DataFrame, skipped: pl.DataFrame | None = None) -> str:
+    """The `acp-trace summary` text: one block per trace, then the files that were skipped
+    (`skipped`: `trace`, `problem`, as `acp_trace.trace.reader.skipped_inputs` lists them)."""
     out: list[str] = []
     for row in summary.iter_rows(named=True):
-        agent = row["agent"] or "unknown agent"
-        if row["agent_version"]:
-            agent += f" {row['agent_version']}"
-        proto = f"v{row['protocol']}" if row["protocol"] else "unknown protocol"
-        duration = (
-            _fmt(row["duration_ms"]) + " ms" if row["duration_ms"] is not None else "no timestamps"
-        )
-        out.append(f"{row['trace']}\n")
-        out.append(f"  agent: {agent}, {proto}, client: {row['client'] or '-'}\n")
+        out += _summary_block(row)
+    if skipped is not None and skipped.height:
         out.append(
-            f"  {row['messages']} messages, {row['sessions']} sessions, {duration}"
-            f" ({row['timing']}), {row['stderr_lines']} stderr lines\n"
+            f"skipped {plural(skipped.height, 'file')} that {_is(skipped.height)} no trace:\n"
         )
-        if not row["header"]:
-            out.append("  no header line: the agent's command and the start time are unknown\n")
-        if row["exit_code"] is not None:
-            out.append(f"  agent exit code: {row['exit_code']}\n")
-        elif row["exit_signal"] is not None:
-            out.append(f"  agent ended by signal {row['exit_signal']}\n")
-        if row["malformed"]:
-            lines = ", ".join(str(n) for n in row["malformed_lines"][:20])
-            more = " ..." if row["malformed"] > 20 else ""
-            out.append(f"  malformed lines: {row['malformed']} (line {lines}{more})\n")
-        if row["lost_records"] or row["dropped"]:
-            out.append(
-                f"  lost records: {row['lost_records']} seq gaps, {row['dropped']} dropped by the tap\n"
-            )
-        out.extend(_tap_problem_lines(row))
-        for title, key in (("methods", "by_method"), ("updates", "by_update_kind")):
-            if row[key]:
-                items = ", ".join(f"{d['name']} {d['count']}" for d in row[key])
-                out.append(f"  {title}: {items}\n")
+        out += [f"  {terminal(t)}: {terminal(p)}\n" for t, p in skipped.iter_rows()]
     return "".join(out)
+
+
+def _is(count: int) -> str:
+    return "is" if count == 1 else "are"
+
+
+def _summary_block(row: dict[str, Any]) -> list[str]:
+    agent = terminal(row["agent"] or "unknown agent")
+    if row["agent_version"]:
+        agent += f" {terminal(row['agent_version'])}"
+    proto = f"v{row['protocol']}" if row["protocol"] else "unknown protocol"
+    duration = ms(row["duration_ms"]) + " ms" if row["duration_ms"] is not None else "no timestamps"
+    out = [
+        f"{terminal(row['trace'])}\n",
+        f"  agent: {agent}, {proto}, client: {terminal(row['client'] or '-')}\n",
+        f"  {plural(row['messages'], 'message')}, {plural(row['sessions'], 'session')}, "
+        f"{duration} ({terminal(row['timing'])}), {plural(row['stderr_lines'], 'stderr line')}\n",
+    ]
+    if not row["header"]:
+        out.append("  no header line: the agent's command and the start time are unknown\n")
+    if row["exit_code"] is not None:
+        out.append(f"  agent exit code: {row['exit_code']}\n")
+    elif row["exit_signal"] is not None:
+        out.append(f"  agent ended by signal {row['exit_signal']}\n")
+    if row["malformed"]:
+        lines = ", ".join(str(n) for n in row["malformed_lines"][:20])
+        more = " ..." if row["malformed"] > 20 else ""
+        word = "line" if row["malformed"] == 1 else "lines"
+        out.append(f"  malformed lines: {row['malformed']} ({word} {lines}{more})\n")
+    if row["lost_records"] or row["dropped"]:
+        parts = []
+        if row["lost_records"]:
+            gaps = row.get("lost_gaps") or 1
+            parts.append(f"{row['lost_records']} in {plural(gaps, 'gap')}")
+        if row["dropped"]:
+            parts.append(f"{row['dropped']} dropped by the tap")
+        out.append(f"  lost records: {'; '.join(parts)}\n")
+    out += _tap_problem_lines(row)
+    for title, key in (("methods", "by_method"), ("updates", "by_update_kind")):
+        if row[key]:
+            items = ", ".join(f"{terminal(d['name'])} {d['count']}" for d in row[key])
+            out.append(f"  {title}: {items}\n")
+    return out
 
 
 def _tap_problem_lines(row: dict[str, Any]) -> list[str]:
     """The recorder's errors and kills, and a trace removed while recording, one line each."""
     lines = [
-        f"  recorder error at seq {e['seq']}: {_one_line(e['message'])}\n"
+        f"  recorder error at seq {e['seq']}: {terminal(e['message'])}\n"
         for e in row.get("tap_errors") or []
     ]
     lines += [
         f"  the recorder ended the agent with signal {k['signal']} at seq {k['seq']}:"
-        f" {_one_line(k['reason'])}\n"
+        f" {terminal(k['reason'])}\n"
         for k in row.get("kills") or []
     ]
     if row.get("trace_removed"):
@@ -83,57 +99,86 @@ def _tap_problem_lines(row: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _one_line(text: str | None) -> str:
-    """Trace text for a terminal: control characters shown as escapes, never sent raw."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text or "-")
+SIDE_ORDER = ("agent", "client", "both")
+SIDE_TITLES = {
+    "agent": "the agent's faults",
+    "client": "the client's faults",
+    "both": "the exchange (either side, or the recording)",
+}
 
 
-def format_findings(findings: pl.DataFrame, traces: pl.DataFrame) -> str:
-    """`acp-trace check` text: findings grouped by trace and session, then counts per severity."""
-    out: list[str] = []
-    for (trace,), part in findings.group_by("trace", maintain_order=True):
-        out.append(f"{trace}\n")
-        for (session,), group in part.group_by("session", maintain_order=True):
-            out.append(f"  session {session or '(none)'}\n")
-            for f in group.iter_rows(named=True):
-                where = f"seq {f['seq']}" if f["seq"] is not None else "-"
-                out.append(f"    {f['severity']:<7} {f['rule']} at {where}: {f['message']}\n")
-    counts = {
-        s: findings.filter(pl.col("severity") == s).height for s in ("error", "warning", "info")
-    }
-    malformed = int(traces["malformed"].sum()) if traces.height else 0
-    out.append(
-        f"{traces.height} traces, {counts['error']} errors, {counts['warning']} warnings, "
-        f"{counts['info']} info" + (f", {malformed} malformed lines" if malformed else "") + "\n"
+def _counts(findings: pl.DataFrame) -> str:
+    counts = {s: findings.filter(pl.col("severity") == s).height for s in ("error", "warning")}
+    info = findings.filter(pl.col("severity") == "info").height
+    return (
+        f"{plural(counts['error'], 'error')}, {plural(counts['warning'], 'warning')}, {info} info"
     )
+
+
+def format_findings(findings: pl.DataFrame, traces: pl.DataFrame, skipped: int = 0) -> str:
+    """`acp-trace check` text: findings grouped by side (the agent's first, then the client's,
+    then those of the exchange), then by trace and session; then the counts."""
+    out: list[str] = []
+    for side in SIDE_ORDER:
+        mine = findings.filter(pl.col("side") == side)
+        if not mine.height:
+            continue
+        out.append(f"{SIDE_TITLES[side]}: {_counts(mine)}\n")
+        for (trace,), part in mine.group_by("trace", maintain_order=True):
+            out.append(f"  {terminal(str(trace))}\n")
+            for (session,), group in part.group_by("session", maintain_order=True):
+                out.append(f"    session {terminal(session) if session else '(none)'}\n")
+                for f in group.iter_rows(named=True):
+                    where = f"seq {f['seq']}" if f["seq"] is not None else "-"
+                    text = terminal(f["message"])
+                    out.append(f"      {f['severity']:<7} {f['rule']} at {where}: {text}\n")
+    malformed = int(traces["malformed"].sum()) if traces.height else 0
+    tail = f", {plural(malformed, 'malformed line')}" if malformed else ""
+    tail += f", {plural(skipped, 'input')} skipped" if skipped else ""
+    out.append(f"{plural(traces.height, 'trace')}, {_counts(findings)}{tail}\n")
     return "".join(out)
 
 
 ARROWS = {"client": "->", "agent": "<-", "stderr": "!!", "tap": "**"}
+TIMELINE_LEGEND = (
+    "t ms: milliseconds since the trace started (- where there are no timestamps)\n"
+    "-> client to agent   <- agent to client   !! agent stderr   ** tap event\n"
+    "| inside a replay window, +-- its start and end, ^^ where a session's history ends\n"
+    "[history] [live] [marker] [state]: update class; +N ms: latency; [ID]: session\n"
+    "[phase NAME N ms]: a phase the agent's stderr line names (docs/analysis.md)\n"
+)
 
 
 def _what(r: dict[str, Any]) -> str:
     kind = r["kind"]
+    rid = terminal(str(r["id"]))
     if kind == "request":
-        return f"{r['method']} (id {r['id']})"
+        return f"{terminal(str(r['method']))} (id {rid})"
     if kind == "notification":
         if r["method"] == "session/update":
-            label = r["update_kind"] or "?"
+            label = terminal(r["update_kind"] or "?")
             return f"update {label}" + (f" [{r['update_class']}]" if r["update_class"] else "")
-        return str(r["method"])
+        return terminal(str(r["method"]))
     if kind in ("response", "error"):
-        answer = (
-            f"{r['request_method']} (id {r['id']})"
-            if r["request_method"]
-            else f"id {r['id']} (no request)"
-        )
+        method = r["request_method"]
+        answer = f"{terminal(method)} (id {rid})" if method else f"id {rid} (no request)"
         code = f" error {r['error_code']}" if kind == "error" else ""
-        took = f" +{r['latency_ms']:.1f} ms" if r["latency_ms"] is not None else ""
+        took = f" +{ms(r['latency_ms'])} ms" if r["latency_ms"] is not None else ""
         return f"response to {answer}{code}{took}"
     if kind == "event":
-        return f"tap {r['event']} {r['text'] or ''}".rstrip()
+        return terminal(f"tap {r['event']} {r['text'] or ''}".rstrip())
     text = (r["text"] or "")[:100]
-    return f"{kind}: {text!r}"
+    return f"{kind}: {terminal(repr(text))}" + (_phase(r["text"]) if r["src"] == "stderr" else "")
+
+
+def _phase(text: str | None) -> str:
+    """` [phase NAME 1,327 ms]` when an stderr line names a phase (analysis/phases.py)."""
+    phase = parse_phase(text or "")
+    if phase is None:
+        return ""
+    took = phase.duration_ms
+    length = f"{took:,.0f}" if took == int(took) else f"{took:,.2f}".rstrip("0").rstrip(".")
+    return f" [phase {terminal(phase.name)} {length} ms]"
 
 
 def format_timeline(
@@ -143,45 +188,81 @@ def format_timeline(
     session: str | None = None,
     replays_only: bool = False,
 ) -> str:
-    """The timeline for a person: time, direction, what, session; replay windows set off."""
-    starts = {w.req_row: w for w in windows if w.replaying}
-    ends = {w.end_row: w for w in windows if w.replaying and w.end_row is not None}
-    markers = {s.marker_row: (w, s) for w in windows if w.replaying for s in w.sessions.values()}
-    inside: dict[str, int] = {}
-    out: list[str] = []
+    """The timeline for a person: a legend, then per trace a header line and one line per
+    record (time, direction, seq, what, session), replay windows and markers set off; an
+    stderr line that names a phase says which. `session` keeps that session's records and the
+    agent's stderr lines inside its replay windows (stderr names no session)."""
     rows = tl.filter(pl.col("kind") != "header")
     if session:
-        rows = rows.filter(pl.col("session") == session)
+        inside = _stderr_in_windows(rows, windows, session)
+        rows = rows.filter((pl.col("session") == session) | pl.col("row").is_in(inside))
+    seq_width = max(3, len(str(rows["seq"].max() or 0)))
+    head = f"{'t ms':>10}{'':7}{'seq':>{seq_width}}  message [session]\n"
+    pad = " " * 12  # under the window bar
+    marks = _Marks(windows)
+    out = [TIMELINE_LEGEND]
     current = None
     for r in rows.iter_rows(named=True):
         if r["trace"] != current:
             current = r["trace"]
-            out.append(f"== {current}\n")
-        row = r["row"]
-        depth = inside.get(r["trace"], 0)
-        w = starts.get(row)
-        if w is not None:
-            cursor = (
-                ""
-                if w.method == "session/load"
-                else f" replayFrom={orjson.dumps(w.cursor).decode()}"
-            )
-            out.append(f"{'':>10}  +-- replay window: {w.method} {w.session}{cursor}\n")
-            inside[r["trace"]] = depth + 1
-        elif replays_only and depth == 0 and row not in ends:
-            continue
-        bar = "|" if inside.get(r["trace"], 0) or row in ends else " "
-        t = f"{r['t_ms']:.1f}" if r["t_ms"] is not None else "-"
-        who = f" [{r['session']}]" if r["session"] else ""
-        out.append(f"{t:>10}  {bar} {ARROWS.get(r['src'], '  ')} seq {r['seq']}: {_what(r)}{who}\n")
-        if row in markers:
-            _window, stats = markers[row]
-            out.append(
-                f"{'':>10}  |   ^^ end of history for {stats.session} "
-                f"({stats.history_updates} history updates)\n"
-            )
-        if row in ends:
-            ew = ends[row]
-            out.append(f"{'':>10}  +-- end of {ew.method} {ew.session}: {ew.end}\n")
-            inside[r["trace"]] = max(0, inside.get(r["trace"], 1) - 1)
+            out += [f"\n== {terminal(current)}\n", head]
+        out += marks.lines(r, pad, seq_width, replays_only)
     return "".join(out)
+
+
+def _stderr_in_windows(rows: pl.DataFrame, windows: list[Any], session: str) -> list[int]:
+    """The rows of the stderr lines inside the replay windows that cover `session`."""
+    stderr = rows.filter(pl.col("src") == "stderr").select("trace", "row")
+    found: list[int] = []
+    if not stderr.height:
+        return found
+    for w in windows:
+        if not w.replaying or session not in w.sessions:
+            continue
+        end = w.end_row if w.end_row is not None else rows["row"].max()
+        found += stderr.filter(
+            pl.col("trace") == w.trace, pl.col("row") > w.req_row, pl.col("row") <= end
+        )["row"].to_list()
+    return found
+
+
+class _Marks:
+    """Where replay windows start and end and where each session's history ends, and how deep
+    in windows each trace currently is."""
+
+    def __init__(self, windows: list[Any]) -> None:
+        replaying = [w for w in windows if w.replaying]
+        self.starts = {w.req_row: w for w in replaying}
+        self.ends = {w.end_row: w for w in replaying if w.end_row is not None}
+        self.markers = {s.marker_row: s for w in replaying for s in w.sessions.values()}
+        self.inside: dict[str, int] = {}
+
+    def lines(self, r: dict[str, Any], pad: str, seq_width: int, replays_only: bool) -> list[str]:
+        row, trace = r["row"], r["trace"]
+        depth = self.inside.get(trace, 0)
+        out = []
+        w = self.starts.get(row)
+        if w is not None:
+            cursor = "" if w.method == "session/load" else f" replayFrom={_json(w.cursor)}"
+            out.append(f"{pad}+-- replay window: {w.method} {terminal(w.session)}{cursor}\n")
+            self.inside[trace] = depth + 1
+        elif replays_only and depth == 0 and row not in self.ends:
+            return []
+        bar = "|" if self.inside.get(trace, 0) or row in self.ends else " "
+        t = f"{r['t_ms']:.3f}" if r["t_ms"] is not None else "-"
+        who = f" [{terminal(r['session'])}]" if r["session"] else ""
+        arrow = ARROWS.get(r["src"], "  ")
+        out.append(f"{t:>10}  {bar} {arrow} {r['seq']!s:>{seq_width}}  {_what(r)}{who}\n")
+        stats = self.markers.get(row)
+        if stats is not None:
+            updates = plural(stats.history_updates, "history update")
+            out.append(f"{pad}|   ^^ end of history for {terminal(stats.session)} ({updates})\n")
+        ew = self.ends.get(row)
+        if ew is not None:
+            out.append(f"{pad}+-- end of {ew.method} {terminal(ew.session)}: {ew.end}\n")
+            self.inside[trace] = max(0, self.inside.get(trace, 1) - 1)
+        return out
+
+
+def _json(value: Any) -> str:
+    return terminal(orjson.dumps(value).decode())

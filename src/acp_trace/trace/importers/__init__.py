@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from acp_trace.errors import InputError, UsageError
+from acp_trace.files import check_file_target, output_dir, replacing, wants_directory
 from acp_trace.jsonrpc import is_message, loads
-from acp_trace.trace.importers import conductor, inspector, jsonrpc, zed
+from acp_trace.trace.importers import acpx, conductor, inspector, jsonrpc, thinkwell, zed
 from acp_trace.trace.importers._common import (
     TraceBuilder,
     Unparsed,
@@ -31,6 +32,8 @@ CONVERTERS: dict[str, Converter] = {
     "zed": zed.convert,
     "conductor": conductor.convert,
     "inspector": inspector.convert,
+    "thinkwell": thinkwell.convert,
+    "acpx": acpx.convert,
 }
 FORMATS = ("acp-trace", *CONVERTERS)
 DESCRIPTIONS = {
@@ -39,6 +42,8 @@ DESCRIPTIONS = {
     "zed": "Zed's ACP log (a JSON array of entries with _direction)",
     "conductor": "an ACP conductor trace (events with type, from, to)",
     "inspector": "an ACP Inspector export (acp-inspector-trace JSONL)",
+    "thinkwell": "a @thinkwell/conductor trace (JSONL with direction, source, target, message)",
+    "acpx": "acpx --format json output (JSON-RPC messages one per line)",
 }
 DETECT_LINES = 20  # lines looked at to recognize a line-based format
 
@@ -55,13 +60,12 @@ def convert(path: Path, data: bytes, fmt: str | None = None) -> list[tuple[str, 
     if name == "acp-trace":
         return [(str(path), _native_lines(path, data))]
     builders = CONVERTERS[name](path, text)
-    if fmt is not None and not any(b.converted for b in builders):
+    if not any(b.converted for b in builders):
         problem = next((b.first_problem for b in builders if b.first_problem), None)
-        if problem is not None:
-            raise InputError(
-                f"{path}: expected {DESCRIPTIONS[name]}, found nothing to convert ({problem})"
-            )
-    return [b.finish() for b in builders]
+        found = f"({problem})" if problem else "(no message on a leg it keeps)"
+        raise InputError(f"{path}: expected {DESCRIPTIONS[name]}, found nothing to convert {found}")
+    kept = [b for b in builders if b.converted or b.unconverted] or builders[:1]
+    return [b.finish() for b in kept]
 
 
 def classify(value: Any) -> str | None:
@@ -78,26 +82,37 @@ def classify(value: Any) -> str | None:
         return "inspector"
     if conductor.is_event(value):
         return "conductor"
+    if thinkwell.is_line(value):
+        return "thinkwell"
+    if acpx.is_status(value) or acpx.is_error_report(value) or acpx.is_acpx_initialize(value):
+        return "acpx"
     return "jsonrpc" if is_message(value) else None
 
 
 def detect(path: Path, text: str) -> str:
     """The format of a capture, from its content; InputError when it is none of FORMATS."""
+    stream: list[tuple[int, str, Any]] = []  # the start read as JSON values, for the message
     if text.lstrip().startswith("["):
         entries, broken = parse_array(text)  # a damaged array still shows its first elements
         values = [[v for _, v in entries]] if entries or broken is None else [Unparsed("[")]
     else:
         values = [v for _, v in _take(ndjson(text), DETECT_LINES)]
         if values and isinstance(values[0], Unparsed):  # perhaps pretty-printed messages
-            values += [v for _, _, v in _take(parse_stream(text), DETECT_LINES)]
+            stream = _take(parse_stream(text), DETECT_LINES)
+            values += [v for _, _, v in stream]
     for value in values:
         name = classify(value)
         if name is not None:
             return name
-    found = describe(values[0]) if values else "an empty file"
+    found, hint = (describe(values[0]) if values else "an empty file"), ""
+    if stream and not isinstance(stream[0][2], Unparsed) and "\n" in stream[0][1].strip():
+        found = (
+            f"a JSON document spanning several lines ({describe(stream[0][2])}), not JSON Lines,"
+        )
+        hint = "; try --from jsonrpc"
     raise InputError(
         f"{path}: expected an acp-trace v1 trace or an ACP capture in a known format "
-        f"({', '.join(FORMATS[1:])}), found {found} at the start"
+        f"({', '.join(FORMATS[1:])}), found {found} at the start{hint}"
     )
 
 
@@ -147,25 +162,27 @@ def import_files(
 def output_paths(names: list[str], out: str | os.PathLike[str]) -> list[Path]:
     """Where each trace goes: `out` itself for one trace, else one file per trace in `out/`.
 
-    `out` is a directory when it exists as one or ends with a separator; several traces need one.
+    `out` is a directory when it exists as one or ends with a `/`; several traces need one.
+    A directory is created (0700) when missing; a file's directory must exist. The paths are
+    checked here, before anything is written (`acp_trace.files`).
     """
-    as_dir = Path(out).is_dir() or os.fspath(out).endswith((os.sep, "/"))
-    out = Path(out)
-    if not as_dir:
+    if not wants_directory(out):
         if len(names) != 1:
             raise UsageError(
                 f"-o {out}: the sources give {len(names)} traces ({', '.join(names[:4])}"
                 f"{', ...' if len(names) > 4 else ''}); name a directory (existing, or ending in /)"
             )
-        return [out]
+        check_file_target(out)
+        return [Path(out)]
+    folder = output_dir(out)
     paths: list[Path] = []
     for name in names:
         path_part, _, conn = name.partition("#")
         stem = Path(path_part).stem + (f"-{_safe(conn)}" if conn else "")
-        candidate, n = out / f"{stem}.jsonl", 1
+        candidate, n = folder / f"{stem}.jsonl", 1
         while candidate in paths:
             n += 1
-            candidate = out / f"{stem}-{n}.jsonl"
+            candidate = folder / f"{stem}-{n}.jsonl"
         paths.append(candidate)
     return paths
 
@@ -175,12 +192,10 @@ def _safe(text: str) -> str:
 
 
 def write_trace(path: Path, lines: list[bytes]) -> None:
-    """Write a converted trace, readable by its owner only (0600); parents are created 0700."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.fchmod(fd, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.writelines(lines)
+    """Write a converted trace atomically, readable by its owner only (0600): a symlink at
+    `path` is replaced, not followed (`acp_trace.files`)."""
+    with replacing(path, private=True) as temp, open(temp, "wb") as handle:
+        handle.writelines(lines)  # an OSError here is replacing's OutputError
 
 
 _TAP_RECORD = re.compile(rb'\{"seq":\d+,"t_ns":(?:null|-?\d+),"src":"tap"')

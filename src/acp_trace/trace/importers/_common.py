@@ -132,7 +132,7 @@ def parse_array(text: str) -> tuple[list[Entry], int | None]:
         line, last = line + text.count("\n", last, pos), pos
         try:
             value, end = _DECODER.raw_decode(text, pos)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested too deeply to read
             return entries, line
         entries.append((line, value))
         pos = _skip_ws(text, end)
@@ -155,7 +155,7 @@ def parse_stream(text: str) -> Iterator[tuple[int, str, Any]]:
         line, last = line + text.count("\n", last, pos), pos
         try:
             value, end = _DECODER.raw_decode(text, pos)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested too deeply to read
             end = text.find("\n", pos)
             end = len(text) if end < 0 else end
             yield line, text[pos:end], Unparsed(text[pos:end].rstrip("\r"))

@@ -1,7 +1,15 @@
 """The ACP conductor's `--trace` file (crate agent-client-protocol-conductor, earlier sacp-conductor).
 
 NDJSON events `{"type": "request"|"response"|"notification", "ts", "from", "to", ...}` with
-`ts` in seconds since the conductor started and `from`/`to` among `client`, `proxy:N`, `agent`.
+`ts` in seconds since the conductor started. Two generations (docs/importing.md):
+
+- sacp-conductor <= 10 names components `client`, `proxy:N`, `agent` and writes a failed
+  response's payload as `{"error": "<message>"}` (the error's Display text, no code);
+- sacp-conductor 11 and agent-client-protocol-conductor 2.x write the Debug names of the
+  component index, `Client`, `Proxy(N)`, `Agent`, and full JSON-RPC error objects. Without
+  proxies a trace-only proxy stands between `Client` and `Agent`; with proxies the last proxy's
+  successor (the agent) is named `Proxy(N)` with N the number of proxies.
+
 The leg between the client and the first hop, and the leg between the last hop and the agent,
 each become one trace; legs between proxies and MCP-over-ACP events are counted, not kept.
 """
@@ -13,10 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from acp_trace.jsonrpc import as_int
 from acp_trace.trace.importers._common import TraceBuilder, Unparsed, id_text, ndjson
 
 TYPES = ("request", "response", "notification")
-_PROXY = re.compile(r"proxy:(\d+)")
+_OLD_PROXY = re.compile(r"proxy:(\d+)")
+_NEW_PROXY = re.compile(r"Proxy\((\d+)\)")
 
 
 def is_event(value: Any) -> bool:
@@ -26,11 +36,29 @@ def is_event(value: Any) -> bool:
     )
 
 
-def chain(events: list[dict[str, Any]]) -> list[str]:
-    """The components the events name, client first: client, proxy:0, ..., agent."""
+def generation(events: list[dict[str, Any]]) -> str:
+    """`debug-names` (sacp-conductor 11, agent-client-protocol-conductor 2.x) or `lowercase`."""
     names = {str(e.get(k)) for e in events for k in ("from", "to")}
-    proxies = sorted(int(m.group(1)) for n in names if (m := _PROXY.fullmatch(n)))
-    return ["client", *(f"proxy:{i}" for i in proxies), "agent"]
+    new = {"Client", "Agent"} & names or any(_NEW_PROXY.fullmatch(n) for n in names)
+    return "debug-names" if new else "lowercase"
+
+
+def chain(events: list[dict[str, Any]]) -> list[str]:
+    """The components the events name, client first, agent last (as this generation names them).
+
+    In the Debug-names generation with proxies, the agent has no name of its own: the last
+    proxy's successor is `Proxy(N)`, the one proxy index that never receives a request.
+    """
+    names = {str(e.get(k)) for e in events for k in ("from", "to")}
+    if generation(events) == "lowercase":
+        old = sorted(int(m.group(1)) for n in names if (m := _OLD_PROXY.fullmatch(n)))
+        return ["client", *(f"proxy:{i}" for i in old), "agent"]
+    numbers = sorted(int(m.group(1)) for n in names if (m := _NEW_PROXY.fullmatch(n)))
+    receivers = {str(e.get("to")) for e in events if e.get("type") != "response"}
+    proxies = [f"Proxy({i})" for i in numbers]
+    if "Agent" in names or not proxies or proxies[-1] in receivers:
+        return ["Client", *proxies, "Agent"]
+    return ["Client", *proxies]
 
 
 @dataclass
@@ -46,7 +74,7 @@ class _Converter:
     def leg(self, frm: str, to: str) -> str | None:
         return next((k for k, ends in self.legs.items() if {frm, to} == set(ends)), None)
 
-    def event(self, value: Any) -> tuple[str | None, str]:
+    def event(self, line: int, value: Any) -> tuple[str | None, str]:
         """Convert one event; returns (why it cannot be converted or None, its trace key)."""
         first = next(iter(self.builders))
         if isinstance(value, Unparsed):
@@ -58,22 +86,29 @@ class _Converter:
         if leg is None:
             self.other_legs += 1
             return None, first
+        builder = self.builders[leg]
         if self._is_mcp(value, frm, to):
-            skipped = self.builders[leg].header["skipped"]
+            skipped = builder.header["skipped"]
             skipped["mcp"] = skipped.get("mcp", 0) + 1
             return None, leg
         msg = _message(value)
         if isinstance(msg, str):
             return msg, leg
         src = "client" if frm == self.legs[leg][0] else "agent"
-        self.builders[leg].message(self._t_ns(value.get("ts")), src, msg)
+        seq = builder.message(self._t_ns(value.get("ts")), src, msg)
+        error = msg.get("error")
+        if isinstance(error, dict) and as_int(error.get("code")) is None:
+            text = error.get("message")
+            builder.header["error_code_unknown"].append(
+                {"line": line, "seq": seq, "message": text if isinstance(text, str) else None}
+            )
         return None, leg
 
     def _is_mcp(self, event: dict[str, Any], frm: str, to: str) -> bool:
         """MCP-over-ACP traffic (unwrapped by the conductor): not ACP messages of the leg."""
         key = id_text(event.get("id"))
         if event["type"] == "response":
-            return (to, frm, key) in self.mcp_requests or event.get("error_domain") == "mcp"
+            return (to, frm, key) in self.mcp_requests
         if event.get("protocol") != "mcp":
             return False
         if event["type"] == "request":
@@ -92,8 +127,9 @@ def _message(event: dict[str, Any]) -> dict[str, Any] | str:
     if kind == "response":
         if "id" not in event:
             return "a response without id"
-        outcome = "error" if event.get("is_error") is True else "result"
-        return {"jsonrpc": "2.0", "id": event["id"], outcome: event.get("payload")}
+        if event.get("is_error") is True:
+            return {"jsonrpc": "2.0", "id": event["id"], "error": _error(event.get("payload"))}
+        return {"jsonrpc": "2.0", "id": event["id"], "result": event.get("payload")}
     method = event.get("method")
     if not isinstance(method, str):
         return f"a {kind} without method"
@@ -108,10 +144,22 @@ def _message(event: dict[str, Any]) -> dict[str, Any] | str:
     return msg
 
 
+def _error(payload: Any) -> Any:
+    """The error object of a failed response: as written (Debug-names generation), or, for
+    sacp-conductor <= 10's `{"error": "<text>"}`, `{"message": "<text>"}` without a code."""
+    if (
+        isinstance(payload, dict)
+        and set(payload) == {"error"}
+        and isinstance(payload["error"], str)
+    ):
+        return {"message": payload["error"]}
+    return payload
+
+
 def _legs(names: list[str]) -> dict[str, tuple[str, str]]:
     if len(names) == 2:
-        return {"": ("client", "agent")}
-    return {"client": ("client", names[1]), "agent": (names[-2], "agent")}
+        return {"": (names[0], names[1])}
+    return {"client": (names[0], names[1]), "agent": (names[-2], names[-1])}
 
 
 def convert(path: Path, text: str) -> list[TraceBuilder]:
@@ -128,19 +176,26 @@ def convert(path: Path, text: str) -> list[TraceBuilder]:
                 "imported_from": "conductor",
                 "source": str(path),
                 "timing": "source",
+                "generation": generation(events),
                 "chain": names,
                 "leg": list(ends),
                 "dropped": None,
                 "skipped": {},
+                "error_code_unknown": [],
             },
         )
         for key, ends in legs.items()
     }
     conv = _Converter(legs, builders, ts0)
     for line, value in entries:
-        problem, key = conv.event(value)
+        problem, key = conv.event(line, value)
         if problem is not None:
             builders[key].unconvertible(line, problem)
     for builder in builders.values():
         builder.header["skipped"]["other_legs"] = conv.other_legs
+    if generation(events) == "debug-names" and len(builders) == 2:
+        # trace_request_or_notification keeps only requests and notifications that enter a
+        # proxy from its predecessor or its successor, or that go to a successor named Agent
+        builders["client"].header["not_traced"] = ["requests and notifications to the client"]
+        builders["agent"].header["not_traced"] = ["requests and notifications to the agent"]
     return list(builders.values())

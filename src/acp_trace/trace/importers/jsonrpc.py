@@ -1,12 +1,19 @@
 """Bare JSON-RPC captures: messages one per line, or a JSON array; no timestamps, no direction.
 
-Each message's sender is inferred from the protocol (see docs/importing.md). Where the protocol
-does not decide, a choice is made and recorded in the header's `ambiguous` list.
+Each message's sender is inferred from the protocol (see docs/importing.md): the method, the
+requests each side has pending, and, for a result whose id both sides have pending, the shape
+of the result (result_shapes.json, generated from the ACP schemas by make_result_shapes.py).
+Where the protocol does not decide, a choice is made and recorded in the header's `ambiguous`
+list.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +50,35 @@ AGENT_PREFIXES = ("fs/", "terminal/", "elicitation/")
 EITHER_SIDE = frozenset({"mcp/message"})
 
 Guess = tuple[str | None, str | None]  # (sender, or None with why it is ambiguous)
+Shape = tuple[frozenset[str], frozenset[str] | None]  # (required keys, listed keys or None: open)
+
+
+@cache
+def result_shapes() -> dict[str, list[Shape]]:
+    """Each method's result shapes, from the shipped result_shapes.json."""
+    text = files("acp_trace.trace.importers").joinpath("result_shapes.json").read_text()
+    return {
+        method: [
+            (
+                frozenset(s["required"]),
+                None if s["properties"] is None else frozenset(s["properties"]),
+            )
+            for s in shapes
+        ]
+        for method, shapes in json.loads(text)["methods"].items()
+    }
+
+
+def result_fits(method: str | None, result: Any) -> bool | None:
+    """Whether `result` can answer a `method` request, by the shape the ACP schema gives its
+    result: every required key present and no key the type does not list (ACP forbids custom
+    root fields: they go in `_meta`). None when the schema cannot say (an unknown method, a
+    result that is not an object)."""
+    shapes = result_shapes().get(method) if isinstance(method, str) else None
+    if shapes is None or not isinstance(result, dict):
+        return None
+    keys = set(result)
+    return any(req <= keys and (props is None or keys <= props) for req, props in shapes)
 
 
 def method_sender(method: str) -> str | None:
@@ -58,14 +94,17 @@ def method_sender(method: str) -> str | None:
 class Directions:
     """Infers senders message by message, keeping each side's pending request ids."""
 
-    pending: dict[str, dict[str, int]] = field(default_factory=lambda: {"client": {}, "agent": {}})
+    # side -> request id -> (order sent, method)
+    pending: dict[str, dict[str, tuple[int, Any]]] = field(
+        default_factory=lambda: {"client": {}, "agent": {}}
+    )
     order: int = 0
 
     def guess(self, msg: dict[str, Any]) -> Guess:
         """The sender of `msg` as the protocol decides it, or None with the reason."""
         kind = message_kind(msg)
         if kind in ("response", "error"):
-            return self._response(id_text(msg["id"]))
+            return self._response(id_text(msg["id"]), msg)
         method = msg.get("method")
         if method == CANCEL_METHOD:
             return self._cancel(msg.get("params"))
@@ -93,7 +132,7 @@ class Directions:
         kind = message_kind(msg)
         if kind == "request":
             self.order += 1
-            self.pending[src][id_text(msg["id"])] = self.order
+            self.pending[src][id_text(msg["id"])] = (self.order, msg.get("method"))
         elif kind in ("response", "error"):
             self.pending[other_side(src)].pop(id_text(msg["id"]), None)
 
@@ -102,15 +141,29 @@ class Directions:
 
     def _older(self, key: str) -> str | None:
         holders = self._holders(key)
-        return min(holders, key=lambda s: self.pending[s][key]) if holders else None
+        return min(holders, key=lambda s: self.pending[s][key][0]) if holders else None
 
-    def _response(self, key: str) -> Guess:
+    def _response(self, key: str, msg: dict[str, Any]) -> Guess:
         holders = self._holders(key)
         if len(holders) == 1:
             return other_side(holders[0]), None
-        if holders:
-            return None, f"response id {key} is pending on both sides"
-        return None, f"response id {key} matches no pending request"
+        if not holders:
+            return None, f"response id {key} matches no pending request"
+        methods = {side: self.pending[side][key][1] for side in holders}
+        if "result" not in msg:
+            return None, (
+                f"response id {key} is pending on both sides ({_both(methods)}) and an error "
+                "has no shape that tells which it answers"
+            )
+        fits = {side: result_fits(methods[side], msg["result"]) for side in holders}
+        possible = [side for side in holders if fits[side] is not False]
+        if len(possible) == 1:
+            return other_side(possible[0]), None
+        how = "fits both" if possible else "fits neither"
+        return (
+            None,
+            f"response id {key} is pending on both sides ({_both(methods)}); its result {how}",
+        )
 
     def _cancel(self, params: Any) -> Guess:
         if not isinstance(params, dict) or "requestId" not in params:
@@ -121,6 +174,10 @@ class Directions:
             return holders[0], None
         where = "on both sides" if holders else "on neither side"
         return None, f"{CANCEL_METHOD} names request {rid}, pending {where}"
+
+
+def _both(methods: dict[str, Any]) -> str:
+    return f"the client's {methods['client']}, the agent's {methods['agent']}"
 
 
 def decide(directions: Directions, msgs: list[dict[str, Any]]) -> tuple[str, str | None]:
@@ -172,20 +229,32 @@ def _is_json(line: str) -> bool:
     return True
 
 
-def convert(path: Path, text: str) -> list[TraceBuilder]:
-    """Convert a bare JSON-RPC capture into one ordering-only trace."""
+Own = Callable[[Any], bool]  # a capture tool's own output line (not a message of the wire)
+
+
+def convert(
+    path: Path, text: str, name: str = "jsonrpc", own: Own | None = None
+) -> list[TraceBuilder]:
+    """Convert a bare JSON-RPC capture into one ordering-only trace.
+
+    `own` tells the lines a capturing tool wrote about itself (acpx's status and error
+    reports): they are kept in the header's `tool_output` with their line, not as records.
+    """
     builder = TraceBuilder(
         str(path),
         {
-            "imported_from": "jsonrpc",
+            "imported_from": name,
             "source": str(path),
             "timing": "ordering-only",
             "dropped": None,
         },
     )
-    directions, ambiguous = Directions(), []
+    directions, ambiguous, tool_output = Directions(), [], []
     entries, broken = _entries(text)
     for line, raw, value in entries:
+        if own is not None and own(value):
+            tool_output.append({"line": line, "value": value})
+            continue
         msgs = _messages(value)
         if msgs is None:
             what = "not JSON" if isinstance(value, Unparsed) else "not a JSON-RPC 2.0 message"
@@ -201,4 +270,6 @@ def convert(path: Path, text: str) -> list[TraceBuilder]:
     if broken is not None:
         builder.unconvertible(broken, "the JSON array is damaged from here on")
     builder.header["ambiguous"] = ambiguous
+    if own is not None:
+        builder.header["tool_output"] = tool_output
     return [builder]

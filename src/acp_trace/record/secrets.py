@@ -1,0 +1,242 @@
+"""What a secret looks like in a name or a string (docs/trace-format.md, "Redaction").
+
+- `names_credential(name)`: a key, flag, header, variable or query parameter whose name says it
+  holds a credential (`apiKey`, `--auth-token`, `Authorization`, `GITHUB_PAT`, `client_secret`).
+- `scrub_url`, `scrub_words`, `scrub_text`: the same string or argv with only the secret parts
+  replaced by `<redacted>` (URL userinfo and credential parameters, `--token X`, `--api-key=X`,
+  `-H "Authorization: X"`, `API_KEY=X`, `-u user:X`), everything else kept as it was.
+- `fragment_may_hold_secret(text)`: whether a line that is not a JSON-RPC message (stray stdout,
+  a line of a message pretty-printed over several lines) could hold a secret.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import unquote
+
+REDACTED = "<redacted>"
+
+# A name names a credential when, split into ASCII words (camelCase, snake_case, kebab-case,
+# dots) and lowercased, one word is in CREDENTIAL_WORDS, or the words run together contain one
+# of CREDENTIAL_PARTS, or they end with "key". Non-ASCII letters separate words and never match.
+CREDENTIAL_WORDS = frozenset({"auth", "key", "pat", "pwd", "pin", "otp", "jwt", "sig"})
+CREDENTIAL_PARTS = (
+    "token",
+    "secret",
+    "passw",
+    "passphrase",
+    "cookie",
+    "credential",
+    "authoriz",
+    "oauth",
+    "bearer",
+    "signature",
+    "apikey",
+)
+URL_PARAMETERS = frozenset({"code"})  # OAuth authorization codes, in URLs only
+HEADER_FLAGS = frozenset({"h", "header", "headers"})
+USER_FLAGS = frozenset({"u", "user"})
+AUTH_SCHEMES = frozenset({"bearer", "basic", "token", "digest", "negotiate"})
+FRAGMENT_KEYS = frozenset(
+    {"value", "env", "headers", "args", "url", "baseurl", "mcpservers", "authmethods", "_meta"}
+)
+
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]*")
+_FLAG = re.compile(r"(--?)([A-Za-z][\w.-]*)(?:=(.*))?\Z", re.S)
+_ENV_WORD = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)\Z", re.S)
+_HEADER = re.compile(r"([A-Za-z][A-Za-z0-9-]*)([ \t]*:[ \t]*)(.*)\Z", re.S)
+_SHELL_WORD = re.compile(r"""(?:[^\s'"]|'[^']*'|"(?:[^"\\]|\\.)*")+""")
+_QUOTED = re.compile(r"'([^']*)'|" + r'"((?:[^"\\]|\\.)*)"')
+_MAX_DEPTH = 4  # scripts inside scripts (`sh -c "bash -c '...'"`)
+
+
+def names_credential(name: str) -> bool:
+    """True when `name` says its value is a credential (see the rule above)."""
+    words = [word.lower() for word in _WORD.findall(name)]
+    flat = "".join(words)
+    return (
+        flat.endswith("key")
+        or any(word in CREDENTIAL_WORDS for word in words)
+        or any(part in flat for part in CREDENTIAL_PARTS)
+    )
+
+
+def scrub_url(url: str) -> str:
+    """`url` with its userinfo and its credential query/fragment parameters replaced."""
+    start = url.find("://")
+    if start < 0:
+        return url
+    start += 3
+    end = start
+    while end < len(url) and url[end] not in "/?#":
+        end += 1
+    authority = url[start:end]
+    at = authority.rfind("@")
+    if at >= 0:
+        user, colon, _password = authority[:at].partition(":")
+        authority = (f"{user}:{REDACTED}" if colon else REDACTED) + authority[at:]
+    return url[:start] + authority + _scrub_parameters(url[end:])
+
+
+def _scrub_parameters(tail: str) -> str:
+    """The `/path?query#fragment` part with every credential parameter's value replaced."""
+    out = []
+    for piece in re.split(r"([?#&;])", tail):
+        name, equals, _value = piece.partition("=")
+        if equals and _is_credential_parameter(unquote(name)):
+            piece = f"{name}={REDACTED}"
+        out.append(piece)
+    return "".join(out)
+
+
+def _is_credential_parameter(name: str) -> bool:
+    return names_credential(name) or name.lower() in URL_PARAMETERS
+
+
+def scrub_words(words: list[object], depth: int = 0) -> list[object]:
+    """An argv with the secrets of each word replaced; a word after a credential flag
+    (`--token X`, `-H X`, `-u user:X`) is its value. Non-strings are kept."""
+    out: list[object] = []
+    expect: str | None = None
+    for word in words:
+        if not isinstance(word, str):
+            out.append(word)
+            expect = None
+            continue
+        out.append(_scrub_value(word, expect, depth) if expect else _scrub_word(word, depth))
+        expect = _expectation(word, expect)
+    return out
+
+
+def _expectation(word: str, previous: str | None) -> str | None:
+    """What the next word is: a secret, a header, `user:password`, or nothing special."""
+    if previous == "secret" and word.lower() in AUTH_SCHEMES:
+        return "secret"  # `Authorization: Bearer X` split into words
+    flag = _FLAG.match(word)
+    if flag and flag.group(3) is None:
+        return _flag_kind(flag.group(2))
+    header = _HEADER.match(word)
+    if header and not header.group(3) and names_credential(header.group(1)):
+        return "secret"  # `Authorization:` then the value
+    return None
+
+
+def _flag_kind(name: str) -> str | None:
+    lower = name.lower()
+    if lower in HEADER_FLAGS:
+        return "header"
+    if lower in USER_FLAGS:
+        return "userpass"
+    return "secret" if len(name) > 1 and names_credential(name) else None
+
+
+def _scrub_value(word: str, expect: str, depth: int) -> str:
+    if word.startswith("-") and _FLAG.match(word):
+        return _scrub_word(word, depth)  # the flag had no value: this is the next flag
+    if expect == "header":
+        return _scrub_header(word, always=True)
+    if expect == "userpass":
+        user, colon, _password = word.partition(":")
+        return f"{user}:{REDACTED}" if colon else word
+    return REDACTED
+
+
+def _scrub_header(word: str, *, always: bool) -> str:
+    header = _HEADER.match(word)
+    if header is None or "://" in word:
+        return REDACTED if always else word
+    name, separator, value = header.groups()
+    if value and (always or names_credential(name)):
+        return f"{name}{separator}{REDACTED}"
+    return word
+
+
+def _scrub_word(word: str, depth: int) -> str:
+    """One word of an argv: a script, `--flag=value`, `NAME=value`, `Name: value`, URLs."""
+    if depth < _MAX_DEPTH and any(c.isspace() for c in word) and not _HEADER.match(word):
+        return scrub_text(word, depth + 1)
+    flag = _FLAG.match(word)
+    if flag and flag.group(3) is not None:
+        dashes, name, value = flag.groups()
+        kind = _flag_kind(name)
+        if kind == "secret":
+            return f"{dashes}{name}={REDACTED}"
+        if kind is not None:
+            return f"{dashes}{name}={_scrub_value(value, kind, depth)}"
+        return f"{dashes}{name}={_scrub_word(value, depth)}"
+    env = _ENV_WORD.match(word)
+    if env:
+        name, value = env.groups()
+        return f"{name}={REDACTED if names_credential(name) else _scrub_word(value, depth)}"
+    if "://" in word:
+        return _URL.sub(lambda m: scrub_url(m.group()), word)
+    return _scrub_header(word, always=False)
+
+
+def scrub_text(text: str, depth: int = 0) -> str:
+    """A command line or script with each shell word scrubbed as by `scrub_words`; quoting
+    and spacing are kept, a quoted word stays quoted."""
+    spans = [(m.start(), m.end()) for m in _SHELL_WORD.finditer(text)]
+    words = [_unquote(text[start:end]) for start, end in spans]
+    scrubbed = scrub_words(list(words), depth)
+    if scrubbed == words:
+        return text
+    out, last = [], 0
+    for (start, end), word, new in zip(spans, words, scrubbed, strict=True):
+        out.append(text[last:start])
+        original = text[start:end]
+        out.append(original if new == word else _requote(original, str(new)))
+        last = end
+    out.append(text[last:])
+    return "".join(out)
+
+
+def _unquote(word: str) -> str:
+    return _QUOTED.sub(lambda m: m.group(1) or m.group(2) or "", word)
+
+
+def _requote(original: str, new: str) -> str:
+    quote = original[0]
+    if quote in "'\"" and original.endswith(quote) and len(original) > 1:
+        return f"{quote}{new}{quote}"
+    return new
+
+
+# ---------------------------------------------------------------- lines that are no message
+
+_KEY = re.compile(r"""["']?(?<![\w.-])([A-Za-z_][\w.-]*)["']?[ \t]*[:=]""")
+_COARSE = re.compile(
+    r"token|secret|passw|cookie|credential|auth|key|bearer|signature|://|mcpservers|_meta"
+    r'|"(?:value|env|headers|args|url|baseurl)"',
+    re.I,
+)
+PRECISE_LIMIT = 1 << 16  # longer fragments get the coarse check only
+
+
+def fragment_may_hold_secret(text: str) -> str | None:
+    """Why a line that is not a JSON-RPC message may hold a secret, or None when it cannot.
+
+    It may when it starts with `"` (a key or an element of a pretty-printed message), when it
+    has a key (`name:` or `name=`, quoted or not) named as a credential or as a key that holds
+    secrets (`value`, `env`, `headers`, ...), or when scrubbing it as a command line changes it
+    (a credential flag, an `Authorization:` header, a URL with credentials). Lines longer than
+    PRECISE_LIMIT are checked coarsely: any credential word or `://` at all.
+    """
+    stripped = text.lstrip()
+    if stripped.startswith('"'):
+        return "it starts like a key or a string of a pretty-printed message"
+    if len(text) > PRECISE_LIMIT:
+        return "a long line with a credential word in it" if _COARSE.search(text) else None
+    for match in _KEY.finditer(text):
+        name = match.group(1)
+        if name.lower() in FRAGMENT_KEYS or names_credential(name):
+            return f"it has a key that may hold a secret ({name if _is_fixed(name) else 'a credential name'})"
+    if scrub_text(text) != text:
+        return "it has a credential flag, header or URL"
+    return None
+
+
+def _is_fixed(name: str) -> bool:
+    """A key name from our own vocabulary, safe to quote in a note."""
+    return name.lower() in FRAGMENT_KEYS

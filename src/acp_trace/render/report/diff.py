@@ -1,0 +1,153 @@
+"""`acp-trace diff` for people and machines: a terminal text, a Markdown PR comment, JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import polars as pl
+
+from acp_trace.analysis.diff import Diff
+from acp_trace.render.report.document import Block, Heading, Paragraph, Table, to_markdown
+from acp_trace.render.report.text import format_table
+
+METRIC_COLUMNS = {
+    "metric": "metric",
+    "agent": "agent",
+    "method": "method",
+    "stat": "stat",
+    "base_ms": "BASE ms",
+    "new_ms": "NEW ms",
+    "change_ms": "change ms",
+    "change_pct": "change %",
+    "ci": "95% CI ms",
+    "verdict": "verdict",
+    "base_n": "BASE n",
+    "new_n": "NEW n",
+}
+
+
+def _num(value: float | None, sign: bool = False) -> str:
+    if value is None:
+        return "-"
+    return f"{value:+.1f}" if sign else f"{value:.1f}"
+
+
+def _ci(low: float | None, high: float | None) -> str:
+    return "-" if low is None or high is None else f"[{low:+.1f}, {high:+.1f}]"
+
+
+def metric_rows(d: Diff) -> list[list[str]]:
+    """The metrics table as text cells, in METRIC_COLUMNS order."""
+    rows = []
+    for r in d.metrics.iter_rows(named=True):
+        rows.append(
+            [
+                r["metric"],
+                r["agent"],
+                r["method"],
+                r["stat"],
+                _num(r["base_ms"]),
+                _num(r["new_ms"]),
+                _num(r["change_ms"], sign=True),
+                "-" if r["change_pct"] is None else f"{r['change_pct']:+.0f}%",
+                _ci(r["ci_low_ms"], r["ci_high_ms"]),
+                r["verdict"],
+                str(r["base_n"]),
+                str(r["new_n"]),
+            ]
+        )
+    return rows
+
+
+def headline(d: Diff) -> str:
+    """One line: how many regressions, or that none was found."""
+    found = d.regressions
+    if not found:
+        return "no regression found"
+    return f"{len(found)} regression{'s' if len(found) != 1 else ''} found"
+
+
+def format_diff_text(d: Diff) -> str:
+    """The terminal rendering: the headline, the regressions, then every table."""
+    out = [f"acp-trace diff: {headline(d)}\n"]
+    out += [f"  - {line}\n" for line in d.regressions]
+    ci = f"{d.options.confidence:.0%} CI ms"
+    cols = [ci if c == "ci" else name for c, name in METRIC_COLUMNS.items()]
+    frame = pl.DataFrame(metric_rows(d), schema=cols, orient="row")
+    out.append("\nreplay gap and request latency (NEW - BASE):\n")
+    out.append(format_table(frame) if frame.height else "(no replay or request on either side)\n")
+    if d.flips.height:
+        out.append("\noutcome changes of the same request:\n")
+        out.append(format_table(d.flips))
+    changed = d.outcomes.filter(pl.col("base_count") != pl.col("new_count"))
+    if changed.height:
+        out.append("\noutcome counts that changed:\n")
+        out.append(format_table(changed))
+    moved = d.findings.filter(pl.col("change") != "same")
+    if moved.height:
+        out.append("\nfindings by rule:\n")
+        out.append(format_table(moved))
+    return "".join(out)
+
+
+def diff_blocks(d: Diff) -> list[Block]:
+    """The Markdown document (a PR comment): headline, regressions, tables."""
+    blocks: list[Block] = [Heading(2, f"acp-trace diff: {headline(d)}")]
+    blocks += [Paragraph(f"- {line}") for line in d.regressions]
+    ci = f"{d.options.confidence:.0%} CI ms"
+    cols = [ci if c == "ci" else name for c, name in METRIC_COLUMNS.items()]
+    blocks.append(Table(cols, metric_rows(d), frozenset({4, 5, 6, 7, 10, 11})))
+    if d.flips.height:
+        blocks.append(Heading(3, "Outcome changes of the same request"))
+        blocks.append(_table(d.flips))
+    moved = d.findings.filter(pl.col("change") != "same")
+    if moved.height:
+        blocks.append(Heading(3, "Findings by rule"))
+        blocks.append(_table(moved))
+    return blocks
+
+
+def _table(df: pl.DataFrame) -> Table:
+    cells = [["-" if v is None else str(v) for v in row] for row in df.iter_rows()]
+    return Table(df.columns, cells)
+
+
+def format_diff_markdown(d: Diff) -> str:
+    return to_markdown(diff_blocks(d))
+
+
+def diff_json(d: Diff) -> dict[str, Any]:
+    """Every table as rows, plus `regressions` (sentences) and `regression` (bool)."""
+    return {
+        "regression": bool(d.regressions),
+        "regressions": d.regressions,
+        "options": {
+            "threshold_pct": d.options.threshold_pct,
+            "threshold_ms": d.options.threshold_ms,
+            "confidence": d.options.confidence,
+            "resamples": d.options.resamples,
+            "min_samples": d.options.min_samples,
+            "seed": d.options.seed,
+        },
+        "metrics": d.metrics.to_dicts(),
+        "flips": d.flips.to_dicts(),
+        "outcomes": d.outcomes.to_dicts(),
+        "findings": d.findings.to_dicts(),
+    }
+
+
+def format_diff_json(d: Diff) -> str:
+    return orjson.dumps(
+        diff_json(d), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
+    ).decode()
+
+
+def format_diff(d: Diff, fmt: str) -> str:
+    """`text`, `json` or `markdown`."""
+    renderers = {
+        "text": format_diff_text,
+        "json": format_diff_json,
+        "markdown": format_diff_markdown,
+    }
+    return renderers[fmt](d)

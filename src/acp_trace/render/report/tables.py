@@ -1,0 +1,251 @@
+"""Tables for a terminal, drawn with rich: aligned columns that fit a width, numbers on the
+right, headers that say their unit, trace text escaped. No colour unless asked for.
+
+`table(df)` builds a rich Table of any analysis table; `to_text(renderable, width)` renders it
+(plain text, lines without trailing blanks). `replays_table` is the `acp-trace replays` view:
+the columns a person reads first, slowest response first.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+import polars as pl
+from rich import box
+from rich.console import Console, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from acp_trace.errors import UsageError
+from acp_trace.render.escape import terminal
+
+# A header rule of `-` and no other lines: pastes into an issue or a commit message as it is.
+RULE = box.Box("    \n    \n -- \n    \n    \n    \n    \n    \n", ascii=True)
+UNLIMITED = 100_000  # the width of a table that is not fitted to a terminal
+FOLD_LEAST = 4  # the narrowest a wrapping column gets
+OUTCOME_STYLES = {
+    "complete": "green",
+    "v1_loaded": "green",
+    "unmarked": "yellow",
+    "truncated": "red",
+    "complete_failed": "red",
+    "v1_failed": "red",
+    "rejected": "yellow",
+    "open": "yellow",
+}
+
+
+def ms(value: float) -> str:
+    """Milliseconds with three or four significant digits (0.412, 3.05, 87.3, 1652.3)."""
+    size = abs(value)
+    if size >= 10 or size == 0:
+        return f"{value:.1f}"
+    return f"{value:.2f}" if size >= 1 else f"{value:.3f}"
+
+
+def cell(value: Any) -> str:
+    """One value as table text: `-` for none, milliseconds as `ms`, trace text escaped."""
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return ms(value)
+    if isinstance(value, list | dict):
+        return terminal(orjson.dumps(value).decode())
+    return terminal(str(value))
+
+
+def label(column: str) -> str:
+    """A header: the column name with spaces, so it may wrap (`p50_ms` -> `p50 ms`)."""
+    return column.replace("_", " ")
+
+
+def table(
+    df: pl.DataFrame,
+    columns: Sequence[str] | None = None,
+    *,
+    labels: dict[str, str] | None = None,
+    fold: Sequence[str] = (),
+    width: int | None = None,
+) -> Table:
+    """A rich Table of `columns` (default: all) of `df`, numbers right-aligned, headers that
+    wrap at spaces. To fit `width`, the `fold` columns (long names: trace, agent, session)
+    wrap over several lines, each keeping a readable share; the others keep their width."""
+    columns = list(columns or df.columns)
+    labels = {name: (labels or {}).get(name, label(name)) for name in columns}
+    cells = {name: [cell(v) for v in df[name]] for name in columns}
+    widths = _fold_widths(cells, labels, [c for c in columns if c in fold], width)
+    grid = Table(
+        box=RULE, show_edge=False, pad_edge=False, padding=(0, 1, 0, 0), header_style="bold"
+    )
+    for name in columns:
+        grid.add_column(
+            labels[name],
+            justify="right" if df.schema[name].is_numeric() else "left",
+            overflow="fold",
+            width=widths.get(name),
+        )
+    for number in range(df.height):
+        grid.add_row(*(_styled(name, cells[name][number]) for name in columns))
+    return grid
+
+
+def _natural(values: list[str], header: str) -> int:
+    """The least width a column wants: its longest cell, or its header's longest word."""
+    return max([len(v) for v in values] + [len(w) for w in header.split()] + [1])
+
+
+def _fold_widths(
+    cells: dict[str, list[str]], labels: dict[str, str], fold: list[str], width: int | None
+) -> dict[str, int]:
+    """Column widths that fit `width`, or {} when the table fits as it is. The other columns
+    keep their longest cell (their headers wrap at spaces); the fold columns share the room
+    left: the shorter ones whole, the longer ones an equal share each (water filling)."""
+    room = (width or UNLIMITED) - 2 * (len(cells) - 1)
+    whole = sum(max([len(labels[n])] + [len(v) for v in values]) for n, values in cells.items())
+    if whole <= room:
+        return {}
+    natural = {name: _natural(values, labels[name]) for name, values in cells.items()}
+    widths = {name: w for name, w in natural.items() if name not in fold}
+    room -= sum(widths.values())
+    left = sorted(fold, key=lambda name: natural[name])
+    while left:
+        share = max(FOLD_LEAST, room // len(left))
+        if natural[left[0]] <= share:
+            widths[left[0]] = natural[left[0]]
+            room -= natural[left[0]]
+            left.pop(0)
+            continue
+        widths.update({name: share for name in left})
+        widths[left[-1]] += max(0, room - share * len(left))  # the rounding, to the longest
+        break
+    return widths
+
+
+def _styled(name: str, value: Any) -> Text:
+    text = cell(value)
+    return Text(text, style=OUTCOME_STYLES.get(text, "")) if name == "outcome" else Text(text)
+
+
+def to_text(renderable: RenderableType, width: int | None = None, *, color: bool = False) -> str:
+    """Render for a terminal `width` columns wide (None: as wide as the content needs), with
+    ANSI colour only when `color`; lines end without trailing blanks."""
+    buffer = io.StringIO()
+    console = Console(
+        file=buffer,
+        width=width or UNLIMITED,
+        color_system="standard" if color else None,
+        force_terminal=color,
+        no_color=not color,
+        markup=False,
+        emoji=False,
+        highlight=False,
+        legacy_windows=False,
+    )
+    console.print(renderable)
+    return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
+
+
+# ---------------------------------------------------------------- acp-trace replays
+
+DEFAULT_COLUMNS = (
+    "agent",
+    "agent_version",
+    "session",
+    "outcome",
+    "history_updates",
+    "gap_ms",
+    "response_ms",
+)
+REPLAY_LABELS = {"agent_version": "version"}
+FOLD = ("trace", "agent", "session", "parent_session", "request_id")
+
+
+def replays_view(replays: pl.DataFrame) -> pl.DataFrame:
+    """The replays table for a person: every column plus `gap_ms` (marker to response, or
+    without a marker last history update to response), slowest response first; rows of one
+    request (a session and its children) stay together in their order."""
+    gap = pl.coalesce("marker_to_response_ms", "last_history_to_response_ms").alias("gap_ms")
+    return replays.with_columns(gap).sort(
+        "response_ms", descending=True, nulls_last=True, maintain_order=True
+    )
+
+
+def replay_columns(
+    view: pl.DataFrame, columns: Sequence[str] | None = None, *, wide: bool = False
+) -> list[str]:
+    """The columns shown: `columns` as asked (checked against the table), every one with
+    `wide`, else DEFAULT_COLUMNS."""
+    if columns:
+        unknown = [c for c in columns if c not in view.columns]
+        if unknown:
+            raise UsageError(
+                f"--columns {','.join(unknown)}: no such column; "
+                f"the columns are {', '.join(view.columns)}"
+            )
+        return list(columns)
+    return view.columns if wide else list(DEFAULT_COLUMNS)
+
+
+def replays_table(
+    replays: pl.DataFrame,
+    columns: Sequence[str] | None = None,
+    *,
+    wide: bool = False,
+    width: int | None = None,
+    untimed: Sequence[str] = (),
+) -> RenderableType:
+    """`acp-trace replays` as a person reads it: the table (see `replays_view` and
+    `replay_columns`), then what the rows are, what the gap is, and which traces have no
+    timestamps (`untimed`, the ordering-only ones among them)."""
+    from rich.console import Group
+
+    view = replays_view(replays)
+    traces = view["trace"].n_unique()
+    if not view.height:
+        return Text("No replaying session/resume or session/load in these traces.")
+    shown = replay_columns(view, columns, wide=wide)
+    root = _common_folder(view["trace"].unique().to_list()) if "trace" in shown else ""
+    if root:
+        view = view.with_columns(pl.col("trace").str.strip_prefix(root))
+    requests = view.select("trace", "request_id").n_unique()
+    about = (
+        f"{plural(view.height, 'replay row')} ({plural(requests, 'replaying request')}) "
+        f"in {plural(traces, 'trace')}"
+        + (f" under {terminal(root)}" if root else "")
+        + ", slowest response first."
+    )
+    notes = [about]
+    if untimed:
+        notes.append(
+            f"{plural(len(untimed), 'trace')} without timestamps (ordering-only): "
+            "times show as -, outcomes and counts stand."
+        )
+    if "gap_ms" in shown:
+        notes.append(
+            "gap ms: from the replay_complete marker to the response; without a marker, "
+            "from the last history update."
+        )
+    if not (columns or wide):
+        notes.append("More columns: --wide, or --columns NAME,... (names as in --format csv).")
+    grid = table(view, shown, labels=REPLAY_LABELS, fold=FOLD, width=None if wide else width)
+    return Group(grid, *map(Text, notes))
+
+
+def _common_folder(names: list[str]) -> str:
+    """The folder every name is under, with its trailing separator ('' when there is none)."""
+    if len(names) < 2:
+        return ""
+    try:
+        root = os.path.commonpath(names)
+    except ValueError:  # absolute and relative names mixed
+        return ""
+    return root + os.sep if root and root not in names else ""
+
+
+def plural(count: int, noun: str, plural_form: str | None = None) -> str:
+    """`1 replay`, `2 replays`, `0 replays`; `plural_form` for the irregular ones."""
+    return f"{count} {noun if count == 1 else plural_form or noun + 's'}"

@@ -1,0 +1,289 @@
+"""Reading many traces, or one large one, in a pool of processes; and the memory check.
+
+The work is cut into tasks in file order: byte ranges of about RANGE_BYTES of a large native
+trace (each from a line's start to a line's end), and groups of whole small files. Each task
+runs the same reader (`native.read_range`, `native.read_file`) in a worker process, which
+sends its rows back as Arrow IPC; the parent numbers the lines of each range from the lines
+of the ranges before it. A file whose ranges find a header after its first line (several
+traces in one file) is read again whole. So the table is the one a single process reads, row
+for row and in the same order.
+
+Workers are forked when forking is safe (Linux, and no thread runs in this process but the
+allocator's and polars' idle cleaner: a forked child inherits no lock held by a thread), and
+started by a fork server otherwise (about 0.3 s more: each imports polars).
+"""
+
+from __future__ import annotations
+
+import io
+import multiprocessing as mp
+import os
+import re
+import resource
+import threading
+from collections import deque
+from collections.abc import Generator, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from itertools import islice
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from acp_trace.errors import InputError
+from acp_trace.trace.native import out_of_memory
+from acp_trace.trace.paths import Found
+
+if TYPE_CHECKING:
+    from acp_trace.trace.lines import Table
+
+RANGE_BYTES = 32 << 20  # a task reads about this many bytes
+GROUP_FILES = 512  # and at most this many small files
+AUTO_MIN_BYTES = 48 << 20  # below this, workers=None reads in this process
+# The analyzer holds about twice its input (records and timeline); address space besides.
+NEED_PER_BYTE = 3
+NEED_BASE = 700 << 20
+Result = tuple["Table | list[pl.DataFrame]", InputError | None]
+Task = tuple[str, Any]
+
+
+def choose_workers(found: Sequence[Found], workers: int | None) -> int:
+    """How many processes read: `workers`, or (None) one per usable core when the input is
+    large enough for the pool to gain more than it costs to start."""
+    if workers is not None:
+        return max(1, workers)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    total = sum(_size(item.path) for item in found)
+    return 1 if total < AUTO_MIN_BYTES else max(1, min(cores or 1, total // RANGE_BYTES + 1))
+
+
+def read_all(found: Sequence[Found], fmt: str | None, workers: int) -> Generator[Result]:
+    """For each found file, in order, its rows and the InputError that says why it is no trace
+    (None when it is one; the rows hold the `skipped` row of a file not named itself)."""
+    from acp_trace.trace.native import read_or_skip
+
+    if workers <= 1 or len(found) == 0:
+        for item in found:
+            yield read_or_skip(item.path, fmt, item.explicit)
+        return
+    tasks, owners = _plan(found, fmt)
+    pool = ProcessPoolExecutor(workers, mp_context=_context(), initializer=_init)
+    try:
+        yield from _assemble(found, fmt, owners, _in_order(pool, tasks, 2 * workers))
+    except BrokenProcessPool:
+        where = ", ".join(str(item.path) for item in found[:3])
+        raise InputError(
+            f"a reading process died (out of memory reading {where}?); "
+            "try --workers 1, or fewer traces at once"
+        ) from None
+    finally:  # also when the reader stops early (a file named that is no trace)
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+# ---------------------------------------------------------------- planning and assembling
+
+
+def _in_order(pool: ProcessPoolExecutor, tasks: list[Task], window: int) -> Iterator[Any]:
+    """The tasks' results in order, with at most `window` tasks submitted and not yet handed
+    out: results that wait for the parent are bounded (each is a range's rows)."""
+    pending: deque[Future[Any]] = deque()
+    todo = iter(tasks)
+    for task in islice(todo, window):
+        pending.append(pool.submit(_run, task))
+    while pending:
+        result = pending.popleft().result()
+        following = next(todo, None)
+        if following is not None:
+            pending.append(pool.submit(_run, following))
+        yield result
+
+
+def _plan(found: Sequence[Found], fmt: str | None) -> tuple[list[Task], list[int]]:
+    """The tasks, and for each found file the number of byte ranges it is cut into (0: it is
+    read whole, in a group of files)."""
+    from acp_trace.trace.native import is_native
+
+    tasks: list[Task] = []
+    owners: list[int] = []
+    group: list[tuple[str, bool]] = []
+    group_bytes = 0
+    for item in found:
+        size = _size(item.path)
+        if size > RANGE_BYTES and fmt in (None, "acp-trace") and is_native(_first_line(item)):
+            if group:
+                tasks.append(("files", (group, fmt)))
+                group, group_bytes = [], 0
+            ranges = _ranges(item.path, size)
+            owners.append(len(ranges))
+            tasks.extend(("range", (str(item.path), a, b)) for a, b in ranges)
+            continue
+        if group and (group_bytes + size > RANGE_BYTES or len(group) >= GROUP_FILES):
+            tasks.append(("files", (group, fmt)))
+            group, group_bytes = [], 0
+        owners.append(0)
+        group.append((str(item.path), item.explicit))
+        group_bytes += size
+    if group:
+        tasks.append(("files", (group, fmt)))
+    return tasks, owners
+
+
+def _assemble(
+    found: Sequence[Found], fmt: str | None, owners: list[int], results: Iterator[Any]
+) -> Iterator[Result]:
+    """Per file, in order, its rows from the results of its tasks (which arrive in order): a
+    group of small files comes as one table, with the first file of the group."""
+    from acp_trace.trace.native import read_or_skip
+
+    errors: list[str | None] = []  # of the group of files being handed out
+    for item, ranges in zip(found, owners, strict=True):
+        if not ranges:
+            frames: list[pl.DataFrame] = []
+            if not errors:
+                packed, errors = next(results)
+                frames = _unpack(packed)
+            error = errors.pop(0)
+            yield frames, None if error is None else InputError(error)
+            continue
+        frames, offset, several = [], 0, False
+        for _ in range(ranges):  # each range's rows taken as it comes: the rest is bounded
+            packed, lines, headers = next(results)
+            several = several or bool(headers)
+            if not several:
+                frames.extend(f.with_columns(pl.col("line") + offset) for f in _unpack(packed))
+            offset += lines
+        if several:  # several traces in the file: read again whole
+            frames = []
+            yield read_or_skip(item.path, fmt, item.explicit)
+            continue
+        yield frames, None
+
+
+def _ranges(path: Path, size: int) -> list[tuple[int, int]]:
+    """Byte ranges of about RANGE_BYTES, each ending just after a newline (or at the end)."""
+    out, start = [], 0
+    with path.open("rb") as handle:
+        while start < size:
+            end = _line_end(handle.fileno(), min(start + RANGE_BYTES, size) - 1, size)
+            out.append((start, end))
+            start = end
+    return out
+
+
+def _line_end(fd: int, pos: int, size: int) -> int:
+    """The offset just past the first newline at or after `pos` (or the size)."""
+    while pos < size:
+        window = os.pread(fd, 1 << 16, pos)
+        stop = window.find(b"\n")
+        if stop >= 0:
+            return pos + stop + 1
+        if not window:
+            break
+        pos += len(window)
+    return size
+
+
+def _first_line(item: Found) -> bytes:
+    with item.path.open("rb") as handle:
+        return handle.readline(1 << 20)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+# ---------------------------------------------------------------- the worker side
+
+
+def _init() -> None:
+    """A worker reads on one thread: the pool is the parallelism."""
+    os.environ["POLARS_MAX_THREADS"] = "1"
+
+
+def _run(task: Task) -> Any:
+    from acp_trace.trace.lines import Table
+    from acp_trace.trace.native import read_or_skip, read_range
+
+    kind, args = task
+    if kind == "range":
+        name, start, end = args
+        table = Table()
+        with open(name, "rb") as handle:
+            lines, headers = read_range(handle, start, end, name, table)
+        return _pack(table.done()), lines, headers
+    files, fmt = args
+    table, errors = Table(), []
+    for name, explicit in files:
+        part, error = read_or_skip(Path(name), fmt, explicit)
+        table.extend(part)
+        errors.append(None if error is None else str(error))
+    return _pack(table.done()), errors
+
+
+def _pack(frames: list[pl.DataFrame]) -> bytes | None:
+    if not frames:
+        return None
+    buffer = io.BytesIO()
+    pl.concat(frames, rechunk=False).write_ipc(buffer, compat_level=pl.CompatLevel.newest())
+    return buffer.getvalue()
+
+
+def _unpack(packed: bytes | None) -> list[pl.DataFrame]:
+    return [] if packed is None else [pl.read_ipc(io.BytesIO(packed))]
+
+
+_SAFE_THREADS = frozenset({"jemalloc_bg_thd", "polars-ooc-clea"})
+
+
+def _context() -> Any:
+    """fork where it is safe (see the module doc), else a fork server."""
+    if _fork_is_safe():
+        return mp.get_context("fork")
+    context = mp.get_context("forkserver")
+    context.set_forkserver_preload(["acp_trace.trace.native"])
+    return context
+
+
+def _fork_is_safe() -> bool:
+    if threading.active_count() > 1 or "fork" not in mp.get_all_start_methods():
+        return False
+    try:
+        tasks = os.listdir("/proc/self/task")
+        names = [Path(f"/proc/self/task/{t}/comm").read_text().strip() for t in tasks]
+    except OSError:
+        return False
+    return all(n in _SAFE_THREADS for n in names[1:]) and len(names) >= 1
+
+
+# ---------------------------------------------------------------- memory
+
+
+def check_memory(found: Sequence[Found]) -> None:
+    """InputError before reading when the address space this process may use (`ulimit -v`)
+    cannot hold what the analysis of these files needs: past it, polars would abort."""
+    limit, _hard = resource.getrlimit(resource.RLIMIT_AS)
+    if limit == resource.RLIM_INFINITY or not found:
+        return
+    total = sum(_size(item.path) for item in found)
+    need = _address_space() + NEED_BASE + NEED_PER_BYTE * total
+    if need > limit:
+        largest = max(found, key=lambda item: _size(item.path)).path
+        raise InputError(
+            out_of_memory(largest).replace(
+                "(the analyzer",
+                f"(the address space is limited to {limit / 1e6:.0f} MB; the analyzer",
+            )
+        )
+
+
+def _address_space() -> int:
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError:
+        return 0
+    match = re.search(r"VmSize:\s+(\d+) kB", status)
+    return int(match.group(1)) * 1024 if match else 0

@@ -1,0 +1,118 @@
+"""OTLP/JSON out: parsed by the official opentelemetry-proto package, with the right id sizes,
+parent links, nanosecond times, replay spans and their marker events."""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import acp_trace
+from acp_trace.render.otlp import otlp_document
+from testpaths import SAMPLES
+from tracebuilder import TraceBuilder
+
+pytest.importorskip("opentelemetry.proto")
+from google.protobuf import json_format
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+)
+
+IDS = ("traceId", "spanId", "parentSpanId")
+
+
+def to_protobuf_json(value: Any) -> Any:
+    """OTLP/JSON writes ids as hex (its spec); the protobuf JSON mapping reads bytes as base64."""
+    if isinstance(value, dict):
+        return {
+            k: base64.b64encode(bytes.fromhex(v)).decode() if k in IDS else to_protobuf_json(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [to_protobuf_json(v) for v in value]
+    return value
+
+
+def parse(doc: dict[str, Any]) -> ExportTraceServiceRequest:
+    return json_format.Parse(json.dumps(to_protobuf_json(doc)), ExportTraceServiceRequest())
+
+
+def test_the_samples_parse_with_correct_ids_and_parents() -> None:
+    """Every span has a 16-byte trace id and an 8-byte span id; every parent exists in its
+    trace; one resource per trace, named after the agent."""
+    doc, left_out = otlp_document(acp_trace.analyze(SAMPLES))
+    assert left_out == []
+    request = parse(doc)
+    assert len(request.resource_spans) == len(list(SAMPLES.glob("*.jsonl")))
+    for rs in request.resource_spans:
+        attrs = {a.key: a.value.string_value for a in rs.resource.attributes}
+        assert attrs["service.name"]
+        spans = [s for ss in rs.scope_spans for s in ss.spans]
+        ids = {s.span_id for s in spans}
+        assert {len(s.trace_id) for s in spans} == {16} and {len(s.span_id) for s in spans} == {8}
+        assert len({s.trace_id for s in spans}) == 1
+        assert all(not s.parent_span_id or s.parent_span_id in ids for s in spans)
+        assert sum(1 for s in spans if not s.parent_span_id) == 1  # the connection root
+
+
+def _replay(tmp_path: Path) -> Path:
+    b = TraceBuilder(agent="agent-x", version="2.0")
+    rid = b.resume("s1", dt=5)
+    b.history("s1", 2)
+    b.marker("s1", dt=3)
+    b.state("s1")
+    b.response(rid, dt=450)
+    p = b.request("session/prompt", {"sessionId": "s1", "prompt": []})
+    b.error(p, -32602)
+    return b.write(tmp_path / "t.jsonl")
+
+
+def test_spans_of_a_replay_and_a_failed_prompt(tmp_path: Path) -> None:
+    """The resume request holds a replay span whose marker is an event and whose gap is an
+    attribute; the error response gives the request an error status; times are Unix ns from
+    the header's started_at plus t_ns."""
+    a = acp_trace.analyze(_replay(tmp_path))
+    spans = {
+        s.name: s
+        for rs in parse(otlp_document(a)[0]).resource_spans
+        for ss in rs.scope_spans
+        for s in ss.spans
+    }
+    assert set(spans) >= {
+        "acp connection",
+        "session/resume",
+        "replay s1",
+        "session/prompt",
+        "prompt turn",
+        "initialize",
+    }
+    replay, resume = spans["replay s1"], spans["session/resume"]
+    assert replay.parent_span_id == resume.span_id
+    assert [e.name for e in replay.events] == ["replay_complete", "last history update"]
+    attrs = {x.key: x.value for x in replay.attributes}
+    assert attrs["acp.replay.gap_ms"].double_value == pytest.approx(451.0)
+    assert attrs["acp.replay.outcome"].string_value == "complete"
+    start = datetime(2026, 11, 30, 10, 0, tzinfo=UTC).timestamp() * 1e9
+    assert (
+        resume.start_time_unix_nano == int(start) + 7_000_000
+    )  # initialize at 1 and 2 ms, then +5
+    assert resume.end_time_unix_nano - resume.start_time_unix_nano == 458_000_000
+    prompt = spans["session/prompt"]
+    assert prompt.status.code == 2 and prompt.parent_span_id == spans["prompt turn"].span_id
+    assert {x.key: x.value.int_value for x in prompt.attributes}["rpc.jsonrpc.error_code"] == -32602
+
+
+def test_untimed_traces_are_left_out(tmp_path: Path) -> None:
+    """An ordering-only trace has no time to put on a span: it is named, not exported."""
+    b = TraceBuilder()
+    b.lines = [line.replace(b'"t_ns":', b'"x":') if i else line for i, line in enumerate(b.lines)]
+    path = tmp_path / "untimed.jsonl"
+    path.write_bytes(
+        b"".join(line.replace(b'"x":', b'"t_ns":null,"y":') + b"\n" for line in b.lines)
+    )
+    doc, left_out = otlp_document(acp_trace.analyze(path))
+    assert doc == {"resourceSpans": []} and left_out == [str(path)]
