@@ -77,21 +77,20 @@ def collect_turns(tl: pl.DataFrame, facts: Facts) -> TurnFacts:
     resume_spans = _resume_spans(facts)
     kind, uk = pl.col("kind"), pl.col("update_kind")
     output = (kind == "notification") & (pl.col("src") == "agent") & uk.is_in(AGENT_OUTPUT_KINDS)
-    rows = (
-        tl.lazy()  # narrow columns first: filtering the whole table would copy every message
-        .filter(
-            (pl.col("method") == "session/prompt")
-            | (pl.col("request_method") == "session/prompt")
-            | uk.is_in([*AGENT_OUTPUT_KINDS, "session_info_update", "state_update"])
-        )
-        .filter(pl.col("session").is_not_null())
-        .select(*_TURN_COLUMNS, output.fill_null(False).alias("output"))
-        .collect()
+    base = tl.lazy().filter(pl.col("session").is_not_null())
+    is_output = output.fill_null(False)
+    walked = (  # narrow columns first: filtering the whole table would copy every message
+        (pl.col("method") == "session/prompt")
+        | (pl.col("request_method") == "session/prompt")
+        | uk.is_in(["session_info_update", "state_update"])
+        | (uk.is_in(AGENT_OUTPUT_KINDS) & ~is_output)
     )
+    walk = base.filter(walked).select(_TURN_COLUMNS).collect()
+    # the chunks (most of a replayed history) with the three columns the as-of join needs
+    chunks = base.filter(is_output).select("trace", "session", "row").collect()
     msgs = tl["msg"]
     open_turns: dict[tuple[str, str], Turn] = {}
     by_req: dict[int, Turn] = {}
-    walk = rows.filter(~pl.col("output")).select(_TURN_COLUMNS)
     for row, trace, src, kind_, session, uk_, peer, protocol, *said in walk.iter_rows():
         key = (trace, session)
         if kind_ == "request" and src == "client":
@@ -104,7 +103,7 @@ def collect_turns(tl: pl.DataFrame, facts: Facts) -> TurnFacts:
             _answer(by_req[peer], row, kind_, said[0], msgs, open_turns)
         elif kind_ == "notification" and src == "agent":
             _turn_update(out, open_turns, key, row, uk_, said, msgs, resume_spans)
-    _first_chunks(out.turns, rows.filter("output").select("trace", "session", "row"))
+    _first_chunks(out.turns, chunks)
     return out
 
 
