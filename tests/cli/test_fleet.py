@@ -8,6 +8,7 @@ import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,6 +44,47 @@ def test_scheduler_output_equals_the_local_one(
     local = _ran(cli(*command, str(folder)))
     remote = _ran(cli(*command, "--scheduler", scheduler, str(folder)))
     assert remote == local
+
+
+@pytest.mark.parametrize(
+    "command", [["replays", "--format", "json"], ["check", "--format", "junit"], ["latency"]]
+)
+def test_workers_over_several_traces_print_what_one_process_prints(
+    tmp_path: Path, cli: Cli, command: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--workers 2 over a folder of traces (a stray file among them) runs the local pool of
+    the fleet runner and prints the same bytes, warnings included, as one process."""
+    import acp_trace.fleet
+
+    calls: list[object] = []
+    real = acp_trace.fleet.run
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(kwargs["workers"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(acp_trace.fleet, "run", counted)
+    folder = write_traces(tmp_path / "t", 30)
+    (folder / "agent.log").write_text("not a trace\n")
+    one = _ran(cli(*command, str(folder)))
+    two = _ran(cli(*command, "--workers", "2", str(folder)))
+    assert calls == [2]
+    assert two == one and "agent.log" in one[2]
+
+
+def test_workers_on_one_trace_read_it_in_ranges(
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--workers 2 on a single trace does not start the fleet runner (it reads byte ranges)."""
+    import acp_trace.fleet
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the fleet runner ran for one trace")
+
+    monkeypatch.setattr(acp_trace.fleet, "run", refuse)
+    folder = write_traces(tmp_path / "t", 1)
+    code, out, _ = _ran(cli("replays", "--format", "json", "--workers", "2", str(folder)))
+    assert code == 0 and json.loads(out)
 
 
 def test_an_unreachable_scheduler_is_one_line(tmp_path: Path, cli: Cli) -> None:

@@ -122,7 +122,8 @@ Workers = Annotated[
     typer.Option(
         "--workers",
         min=1,
-        help="Processes that read the traces (the result is the same; see docs/performance.md).",
+        help="Processes to use: several traces are analyzed in groups, one large trace is read "
+        "in byte ranges (the result is the same; see docs/performance.md).",
     ),
 ]
 
@@ -174,18 +175,32 @@ def analyze_tables(
     *,
     schema: bool = True,
 ) -> Analysis | FleetResult:
-    """The Analysis, or with `scheduler` a fleet run's tables (the same rows, from Dask)."""
-    if scheduler is None:
+    """The Analysis, or the same tables from the fleet runner: on a Dask `scheduler`, or with
+    `workers` > 1 over several traces on a local pool of that many processes (each analyzes a
+    group of traces whole, passes included). One trace with `workers` is read in byte ranges."""
+    if scheduler is None and not _several_traces(traces, workers):
         return analyze_paths(traces, marker_meta, fmt, workers)
     from acp_trace.cli.terminal import warn
     from acp_trace.fleet import run
 
-    result = run(traces, scheduler=scheduler, marker_meta=marker_meta, fmt=fmt, schema=schema)
+    pool = None if scheduler else workers
+    result = run(
+        traces, workers=pool, scheduler=scheduler, marker_meta=marker_meta, fmt=fmt, schema=schema
+    )
     for trace, problem in result.skipped.rows():
         warn(f"skipped {trace}: {problem}")
     for trace, problem in result.failed.rows():
         warn(f"could not analyze {trace}: {problem}")
     return result
+
+
+def _several_traces(traces: list[str], workers: int | None) -> bool:
+    """True when `workers` > 1 and the paths name more than one file to analyze."""
+    if workers is None or workers < 2:
+        return False
+    from acp_trace.trace.paths import find_traces
+
+    return len(find_traces(traces)) > 1
 
 
 def exit_if_failed(tables: Analysis | FleetResult) -> None:
