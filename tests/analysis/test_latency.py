@@ -238,3 +238,18 @@ def test_the_folded_pass_equals_a_walk_of_every_row(tmp_path: Path, seed: int) -
     assert [astuple(t) for t in got.turns] == [astuple(t) for t in want.turns]
     assert got.stray_acceptances == want.stray_acceptances
     assert got.acceptance_info == want.acceptance_info
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_a_hash_collision_of_sessions_costs_time_not_a_wrong_chunk(
+    tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With every (trace, session) given the same key (every hash collides), the first chunks
+    are still those a walk of every row finds: the check sends the join back to the strings."""
+    from acp_trace.analysis import turns
+
+    monkeypatch.setattr(turns, "_KEY", pl.lit(0, pl.UInt64).alias("key"))
+    a = analyze(_random_trace(random.Random(seed)).write(tmp_path / "t.jsonl"))
+    got = collect_turns(a.timeline, a.facts)
+    want = _walk(a.timeline, a.facts)
+    assert [astuple(t) for t in got.turns] == [astuple(t) for t in want.turns]

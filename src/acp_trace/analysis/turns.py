@@ -86,8 +86,8 @@ def collect_turns(tl: pl.DataFrame, facts: Facts) -> TurnFacts:
         | (uk.is_in(AGENT_OUTPUT_KINDS) & ~is_output)
     )
     walk = base.filter(walked).select(_TURN_COLUMNS).collect()
-    # the chunks (most of a replayed history) with the three columns the as-of join needs
-    chunks = base.filter(is_output).select("trace", "session", "row").collect()
+    # the chunks (most of a replayed history): their row and a hash of (trace, session) only
+    chunks = base.filter(is_output).select(_KEY, "row").collect()
     msgs = tl["msg"]
     open_turns: dict[tuple[str, str], Turn] = {}
     by_req: dict[int, Turn] = {}
@@ -103,7 +103,7 @@ def collect_turns(tl: pl.DataFrame, facts: Facts) -> TurnFacts:
             _answer(by_req[peer], row, kind_, said[0], msgs, open_turns)
         elif kind_ == "notification" and src == "agent":
             _turn_update(out, open_turns, key, row, uk_, said, msgs, resume_spans)
-    _first_chunks(out.turns, chunks)
+    _first_chunks(out.turns, chunks, tl)
     return out
 
 
@@ -114,9 +114,15 @@ def _close(open_turns: dict[tuple[str, str], Turn], key: tuple[str, str], row: i
         turn.open_until = row
 
 
-def _first_chunks(turns: list[Turn], chunks: pl.DataFrame) -> None:
+_KEY = pl.struct("trace", "session").hash(seed=14).alias("key")
+
+
+def _first_chunks(turns: list[Turn], chunks: pl.DataFrame, tl: pl.DataFrame) -> None:
     """Each turn's first agent output chunk: the first chunk of its trace and session after
-    its request, if it comes before the turn stopped being open (as-of join, forward)."""
+    its request, if it comes before the turn stopped being open (as-of join, forward, by a
+    64-bit hash of trace and session: 16 bytes a chunk instead of two strings). A chunk found
+    is checked against the turn's trace and session, so a hash collision costs time, never
+    a wrong row: then the join runs again by the strings themselves."""
     if not turns or not chunks.height:
         return
     frame = pl.DataFrame(
@@ -127,18 +133,30 @@ def _first_chunks(turns: list[Turn], chunks: pl.DataFrame) -> None:
         },
         schema={"trace": pl.String, "session": pl.String, "req_row": chunks.schema["row"]},
     )
-    found = frame.join_asof(
-        chunks.rename({"row": "chunk"}),
-        left_on="req_row",
-        right_on="chunk",
-        by=["trace", "session"],
-        strategy="forward",
-        allow_exact_matches=False,
-        check_sortedness=False,  # both in row order: the timeline's
-    )["chunk"]
+    found = _join_forward(frame.with_columns(_KEY), chunks, ["key"])
+    where = tl.select("trace", "session")
+    hits = [c for c in found if c is not None]
+    seen = where[hits] if hits else where.clear()
+    expected = [(t.trace, t.session) for t, c in zip(turns, found, strict=True) if c is not None]
+    if list(seen.iter_rows()) != expected:  # a collision of the hash: by the strings
+        strings = tl.lazy().select("trace", "session", "row").collect()[chunks["row"]]
+        found = _join_forward(frame, strings, ["trace", "session"])
     for turn, chunk in zip(turns, found, strict=True):
         if chunk is not None and (turn.open_until is None or chunk < turn.open_until):
             turn.first_chunk_row = chunk
+
+
+def _join_forward(frame: pl.DataFrame, chunks: pl.DataFrame, by: list[str]) -> list[int | None]:
+    """For each row of `frame`, the first chunk row after its `req_row` with the same `by`."""
+    return frame.join_asof(
+        chunks.rename({"row": "chunk"}),
+        left_on="req_row",
+        right_on="chunk",
+        by=by,
+        strategy="forward",
+        allow_exact_matches=False,
+        check_sortedness=False,  # both in row order: the timeline's
+    )["chunk"].to_list()
 
 
 def _answer(
