@@ -42,6 +42,17 @@ def test_a_local_pool_gives_the_same_tables(small_fleet: Path) -> None:
     assert_same([small_fleet, SAMPLES], result)
 
 
+def test_only_the_tables_asked_for_are_computed(small_fleet: Path) -> None:
+    """`tables=("replays",)`: the replays as ever; findings, turns and requests are not made
+    (empty, without columns), while traces, skipped and untimed are always there."""
+    result = fleet.run([small_fleet, SAMPLES], workers=2, tables=("replays",))
+    a = acp_trace.analyze([small_fleet, SAMPLES])
+    assert_frame_equal(result.replays, a.replays)
+    assert_frame_equal(result.traces(), a.traces())
+    assert result.all_findings.shape == result.turns.shape == result.requests.shape == (0, 0)
+    assert result.untimed() == a.untimed()
+
+
 def test_a_dask_cluster_gives_the_same_tables(tmp_path_factory: pytest.TempPathFactory) -> None:
     """A LocalCluster of 2 workers on 3,000 generated traces: identical tables, row for row."""
     distributed = pytest.importorskip("distributed")

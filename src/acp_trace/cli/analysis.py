@@ -63,7 +63,7 @@ def replays(
     from acp_trace.render.report import frame
     from acp_trace.render.report.tables import replays_table
 
-    a = analyze_tables(traces, marker_meta, source_format, workers, scheduler)
+    a = analyze_tables(traces, marker_meta, source_format, workers, scheduler, tables=("replays",))
     if fmt == "table":
         chosen = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
         view = replays_table(a.replays, chosen, wide=wide, width=width(), untimed=a.untimed())
@@ -106,7 +106,15 @@ def check(
     """Evaluate every rule of the catalogue; exit 1 when there is an error finding."""
     from acp_trace.render import report as render
 
-    a = analyze_tables(traces, marker_meta, source_format, workers, scheduler, schema=schema)
+    a = analyze_tables(
+        traces,
+        marker_meta,
+        source_format,
+        workers,
+        scheduler,
+        schema=schema,
+        tables=("replays", "findings"),
+    )
     findings = a.findings(rule, min_severity, schema=schema)
     emit(render.check_output(a, findings, fmt), CHECK_KINDS[fmt])
     exit_if_failed(a)
@@ -162,7 +170,9 @@ def latency(
     from acp_trace.render import report as render
     from acp_trace.render.report.tables import table
 
-    a = analyze_tables(traces, None, source_format, workers, scheduler)
+    a = analyze_tables(
+        traces, None, source_format, workers, scheduler, tables=("turns", "requests")
+    )
     requests = a.latency(by)
     phases = turn_phases(a.turns, by)
     if fmt != "table":

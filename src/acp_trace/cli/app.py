@@ -174,10 +174,12 @@ def analyze_tables(
     scheduler: str | None = None,
     *,
     schema: bool = True,
+    tables: tuple[str, ...] | None = None,
 ) -> Analysis | FleetResult:
     """The Analysis, or the same tables from the fleet runner: on a Dask `scheduler`, or with
     `workers` > 1 over several traces on a local pool of that many processes (each analyzes a
-    group of traces whole, passes included). One trace with `workers` is read in byte ranges."""
+    group of traces whole, passes included; `tables`: those the command shows, of replays,
+    findings, turns and requests). One trace with `workers` is read in byte ranges."""
     if scheduler is None and not _several_traces(traces, workers):
         return analyze_paths(traces, marker_meta, fmt, workers)
     from acp_trace.cli.terminal import warn
@@ -185,7 +187,13 @@ def analyze_tables(
 
     pool = None if scheduler else workers
     result = run(
-        traces, workers=pool, scheduler=scheduler, marker_meta=marker_meta, fmt=fmt, schema=schema
+        traces,
+        workers=pool,
+        scheduler=scheduler,
+        marker_meta=marker_meta,
+        fmt=fmt,
+        schema=schema,
+        tables=tables,
     )
     for trace, problem in result.skipped.rows():
         warn(f"skipped {trace}: {problem}")

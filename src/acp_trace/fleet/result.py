@@ -64,7 +64,8 @@ def concat(parts: list[dict[str, pl.DataFrame]]) -> dict[str, pl.DataFrame]:
     """The partitions' tables joined in partition order; findings sorted again as
     `run_checks` sorts them (stable: a trace lies in one partition, so ties keep their order)."""
     out = {name: pl.concat([p[name] for p in parts], how="vertical") for name in TABLES}
-    out["findings"] = out["findings"].sort(
-        ["trace", "seq", "rule"], nulls_last=True, maintain_order=True
-    )
+    if out["findings"].width:  # not computed (`tables`): no columns to sort by
+        out["findings"] = out["findings"].sort(
+            ["trace", "seq", "rule"], nulls_last=True, maintain_order=True
+        )
     return out

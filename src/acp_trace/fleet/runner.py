@@ -37,6 +37,7 @@ def run(
     dataset: str | os.PathLike[str] | None = None,
     retries: int = 2,
     schema: bool = True,
+    tables: tuple[str, ...] | None = None,
     analyze: PartFn = analyze_part,
 ) -> FleetResult:
     """Analyze traces partition by partition on a local pool (`workers` processes, default the
@@ -53,7 +54,7 @@ def run(
     count = partitions or max(1, executor.workers * PARTS_PER_WORKER)
     target = None if dataset is None else os.fspath(dataset)
     parts = [
-        Part(i, tuple(run_), fmt, marker_meta, target, schema)
+        Part(i, tuple(run_), fmt, marker_meta, target, schema, tables or Part.tables)
         for i, run_ in enumerate(partition(found, count))
     ]
     try:
@@ -64,16 +65,16 @@ def run(
     if not results:
         first = f"{failed[0][0]}: {failed[0][1]}" if failed else "no partition"
         raise InputError(f"no trace could be analyzed ({len(failed)} failed; first: {first})")
-    tables = concat(results)
-    check_roots(found, tables["skipped"])
+    out = concat(results)
+    check_roots(found, out["skipped"])
     return FleetResult(
-        replays=tables["replays"],
-        all_findings=tables["findings"],
-        turns=tables["turns"],
-        requests=tables["requests"],
-        trace_table=tables["traces"],
-        skipped=tables["skipped"],
-        untimed_table=tables["untimed"],
+        replays=out["replays"],
+        all_findings=out["findings"],
+        turns=out["turns"],
+        requests=out["requests"],
+        trace_table=out["traces"],
+        skipped=out["skipped"],
+        untimed_table=out["untimed"],
         failed=pl.DataFrame(
             failed, schema={"trace": pl.String, "problem": pl.String}, orient="row"
         ),

@@ -5,6 +5,7 @@ These are plain module-level functions of plain data, so a process pool or Dask 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import polars as pl
@@ -25,6 +26,8 @@ class Part:
     marker_meta: str | None = None
     dataset: str | None = None  # a directory: append the partition there instead of returning it
     schema: bool = True  # validate messages against the ACP JSON Schema (check's --no-schema)
+    # the tables to compute (fleet.result.TABLES); the others come back empty, without columns
+    tables: tuple[str, ...] = ("replays", "findings", "turns", "requests")
 
 
 def analyze_part(part: Part) -> dict[str, pl.DataFrame]:
@@ -35,11 +38,16 @@ def analyze_part(part: Part) -> dict[str, pl.DataFrame]:
     """
     records = read_found(part.found, fmt=part.fmt)
     a = Analysis(records, marker_meta=part.marker_meta)
+    wanted: dict[str, Callable[[], pl.DataFrame]] = {
+        "replays": lambda: a.replays,
+        "findings": lambda: a.findings(schema=part.schema),
+        "turns": lambda: a.turns,
+        "requests": lambda: request_rows(a.timeline),
+    }
     tables = {
-        "replays": a.replays,
-        "findings": a.findings(schema=part.schema),
-        "turns": a.turns,
-        "requests": request_rows(a.timeline),
+        name: make() if name in part.tables else pl.DataFrame() for name, make in wanted.items()
+    }
+    tables |= {
         "traces": a.traces(),
         "skipped": skipped_inputs(records),
         "untimed": pl.DataFrame({"trace": a.untimed()}, schema={"trace": pl.String}),
