@@ -11,7 +11,7 @@ from polars.testing import assert_frame_equal
 
 import acp_trace
 from acp_trace import fleet
-from acp_trace.errors import InputError
+from acp_trace.errors import InputError, UsageError
 from crashy import crash_on_marked_file, raise_on_marked_file
 from fleetgen import write_traces
 from testpaths import SAMPLES
@@ -51,6 +51,8 @@ def test_only_the_tables_asked_for_are_computed(small_fleet: Path) -> None:
     assert_frame_equal(result.traces(), a.traces())
     assert result.all_findings.shape == result.turns.shape == result.requests.shape == (0, 0)
     assert result.untimed() == a.untimed()
+    with pytest.raises(UsageError, match=r"tables=\['replay'\]: expected some of replays"):
+        fleet.run([small_fleet], workers=1, tables=("replay",))
 
 
 def test_a_dask_cluster_gives_the_same_tables(tmp_path_factory: pytest.TempPathFactory) -> None:

@@ -47,6 +47,9 @@ def run(
     that yields none); a partition that fails is retried `retries` times, then run file by
     file, and the files that still fail are listed in `failed`.
     """
+    unknown = sorted(set(tables or ()) - set(Part.tables))
+    if unknown:
+        raise UsageError(f"tables={unknown}: expected some of {', '.join(Part.tables)}")
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
     found = find_traces(paths)
