@@ -5,7 +5,8 @@ from __future__ import annotations
 import random
 
 from acp_trace.record import ring as ringmod
-from acp_trace.record.ring import CHUNK, CLOSE, END, EVENT, GAP_KIND, Ring, RingReader, RingWriter
+from acp_trace.record.ring import CHUNK, CLOSE, END, EVENT, GAP_KIND, Ring, RingWriter
+from acp_trace.record.ring_reader import RingReader, unread_lines
 
 
 def take_all(reader: RingReader) -> list[ringmod.Frame]:
@@ -83,7 +84,7 @@ def test_unread_lines_counts_what_a_stopped_writer_left() -> None:
     take_all(reader)
     out.chunk("agent", 2, b"c\nd\ne")
     out.event(3, "exit", code=0, signal=None)
-    assert ringmod.unread_lines(ring) == 3
+    assert unread_lines(ring) == 3
 
 
 def test_messages_from_the_writer_reach_the_tap_once_each() -> None:

@@ -8,7 +8,8 @@ import time
 import pytest
 
 from acp_trace.record import ring_memory
-from acp_trace.record.ring import CHUNK, Ring, RingReader, RingWriter
+from acp_trace.record.ring import CHUNK, Ring, RingWriter
+from acp_trace.record.ring_reader import RingReader
 
 
 def resident_kib(ring: Ring) -> int:

@@ -237,7 +237,7 @@ class _Tap:
     def _finish_writer(self) -> None:
         """Close the recording and wait for the writer while it makes progress (the grace
         period without any at most); what a stuck or dead writer did not write is counted."""
-        from acp_trace.record.ring import unread_lines
+        from acp_trace.record.ring_reader import unread_lines
 
         assert self.out is not None and self.writer is not None and self.ring is not None
         grace, writer = self.options.grace, self.writer

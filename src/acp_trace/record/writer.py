@@ -36,8 +36,8 @@ from acp_trace.record.ring import (
     WRITTEN,
     Frame,
     Ring,
-    RingReader,
 )
+from acp_trace.record.ring_reader import RingReader
 from acp_trace.record.sink import TraceSink
 from acp_trace.record.trace_file import TraceTarget
 from acp_trace.record.writer_process import Watchdog

@@ -1,0 +1,87 @@
+"""The consumer side of the ring (ring.py): the writer process takes frames with it, and the
+tap counts with it what a stopped writer left unread."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from acp_trace.record.ring import (
+    CHUNK,
+    CLOSE,
+    EVENT,
+    GAP_KIND,
+    HEADER,
+    PUT,
+    SOURCES,
+    TAKEN,
+    TAKEN_AT,
+    WRAP,
+    Frame,
+    Ring,
+    fence,
+)
+
+
+class RingReader:
+    """The consumer side, used by the writer process (and by the tap, to count what a stopped
+    writer left unread)."""
+
+    def __init__(self, ring: Ring) -> None:
+        self._ring = ring
+        self._taken = ring.ctl[TAKEN]
+        self._offset = ring.ctl[TAKEN_AT]
+
+    def pending(self) -> int:
+        """Bytes put and not yet taken."""
+        return self._ring.ctl[PUT] - self._taken
+
+    def taken(self) -> int:
+        """Bytes taken so far (frames, and the space a WRAP skips)."""
+        return self._taken
+
+    def frames(self, budget: int) -> Iterator[Frame]:
+        """The frames put so far, up to about `budget` bytes; `release` gives their space back."""
+        ring, size = self._ring, self._ring.size
+        end = ring.ctl[PUT]
+        fence()
+        start = self._taken
+        while self._taken < end and self._taken - start < budget:
+            left = size - self._offset
+            if left < HEADER.size:
+                self._skip(left)
+                continue
+            length, kind, code, _spare, t = HEADER.unpack_from(ring.data, self._offset)
+            if kind == WRAP:
+                self._skip(left)
+                continue
+            if not CHUNK <= kind <= CLOSE or length > size or code >= len(SOURCES):
+                raise ValueError(f"the ring holds no frame at offset {self._offset}")
+            at = self._offset + HEADER.size
+            data = bytes(ring.data[at : at + length])
+            self._offset = (at + length) % size
+            self._taken += HEADER.size + length
+            yield Frame(kind, SOURCES[code], t, data)
+
+    def release(self) -> None:
+        """Give the space of the frames taken back to the producer."""
+        fence()
+        self._ring.ctl[TAKEN_AT] = self._offset
+        self._ring.ctl[TAKEN] = self._taken
+
+    def _skip(self, count: int) -> None:
+        self._offset = 0
+        self._taken += count
+
+
+def unread_lines(ring: Ring) -> int:
+    """Lines and events in the frames put and not released (what a stopped writer left)."""
+    count = 0
+    try:
+        for frame in RingReader(ring).frames(ring.size):
+            if frame.kind == CHUNK:
+                count += frame.data.count(b"\n")
+            elif frame.kind in (EVENT, GAP_KIND):
+                count += 1
+    except ValueError:  # the writer was stopped between publishing its offset and count
+        pass
+    return count
