@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from acp_trace.trace.paths import find_traces
 from clirun import Cli, Result
 from fleetgen import write_traces
 
@@ -60,7 +61,7 @@ def test_workers_over_several_traces_print_what_one_process_prints(
     real = acp_trace.fleet.run
 
     def counted(*args: Any, **kwargs: Any) -> Any:
-        calls.append(kwargs["workers"])
+        calls.append((kwargs["workers"], len(kwargs["found"])))  # the files, walked once
         return real(*args, **kwargs)
 
     monkeypatch.setattr(acp_trace.fleet, "run", counted)
@@ -68,7 +69,7 @@ def test_workers_over_several_traces_print_what_one_process_prints(
     (folder / "agent.log").write_text("not a trace\n")
     one = _ran(cli(*command, str(folder)))
     two = _ran(cli(*command, "--workers", "2", str(folder)))
-    assert calls == [2]
+    assert calls == [(2, len(find_traces([folder])))]
     assert two == one and "agent.log" in one[2]
 
 

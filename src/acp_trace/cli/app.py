@@ -18,6 +18,7 @@ from acp_trace.errors import AcpTraceError
 if TYPE_CHECKING:  # the heavy modules load only when a command needs them
     from acp_trace.analysis import Analysis
     from acp_trace.fleet import FleetResult
+    from acp_trace.trace.paths import Found
 
 
 class _Root(TyperGroup):
@@ -180,35 +181,34 @@ def analyze_tables(
     `workers` > 1 over several traces on a local pool of that many processes (each analyzes a
     group of traces whole, passes included; `tables`: those the command shows, of replays,
     findings, turns and requests). One trace with `workers` is read in byte ranges."""
-    if scheduler is None and not _several_traces(traces, workers):
+    found = _several_traces(traces, workers) if scheduler is None else None
+    if scheduler is None and found is None:
         return analyze_paths(traces, marker_meta, fmt, workers)
-    from acp_trace.cli.terminal import warn
+    from acp_trace.cli.terminal import warn_fleet
     from acp_trace.fleet import run
 
-    pool = None if scheduler else workers
     result = run(
         traces,
-        workers=pool,
+        workers=None if scheduler else workers,
         scheduler=scheduler,
         marker_meta=marker_meta,
         fmt=fmt,
         schema=schema,
         tables=tables,
+        found=found,
     )
-    for trace, problem in result.skipped.rows():
-        warn(f"skipped {trace}: {problem}")
-    for trace, problem in result.failed.rows():
-        warn(f"could not analyze {trace}: {problem}")
+    warn_fleet(result)
     return result
 
 
-def _several_traces(traces: list[str], workers: int | None) -> bool:
-    """True when `workers` > 1 and the paths name more than one file to analyze."""
+def _several_traces(traces: list[str], workers: int | None) -> list[Found] | None:
+    """The files the paths name when `workers` > 1 and they are more than one, else None."""
     if workers is None or workers < 2:
-        return False
+        return None
     from acp_trace.trace.paths import find_traces
 
-    return len(find_traces(traces)) > 1
+    found = find_traces(traces)
+    return found if len(found) > 1 else None
 
 
 def exit_if_failed(tables: Analysis | FleetResult) -> None:

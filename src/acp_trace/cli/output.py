@@ -9,7 +9,15 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from acp_trace.cli.app import From, MarkerMeta, Scheduler, Traces, analyze_paths, app
+from acp_trace.cli.app import (
+    From,
+    MarkerMeta,
+    Scheduler,
+    Traces,
+    analyze_paths,
+    app,
+    exit_if_failed,
+)
 from acp_trace.cli.terminal import emit, step
 from acp_trace.errors import UsageError
 
@@ -179,7 +187,7 @@ def append_dataset(
 ) -> None:
     """`export --format parquet --dataset DIR`: here in one process, or by the workers of a
     Dask cluster (each appends its own partition)."""
-    from acp_trace.cli.terminal import warn
+    from acp_trace.cli.terminal import warn_fleet
     from acp_trace.fleet import run
 
     result = run(
@@ -191,15 +199,11 @@ def append_dataset(
         fmt=source_format,
         dataset=dataset,
     )
-    for trace, problem in result.skipped.rows():
-        warn(f"skipped {trace}: {problem}")
-    for trace, problem in result.failed.rows():
-        warn(f"could not analyze {trace}: {problem}")
+    warn_fleet(result)
     w = result.written
     emit(
         f"{dataset}: {w.get('traces', 0)} new traces ({w.get('known', 0)} already in the "
         f"dataset): {w.get('records', 0)} records, {w.get('replays', 0)} replays, "
         f"{w.get('findings', 0)} findings, {w.get('turns', 0)} turns\n"
     )
-    if result.failed.height:
-        raise typer.Exit(2)
+    exit_if_failed(result)

@@ -16,6 +16,8 @@ if TYPE_CHECKING:  # rich loads when a command prints (`record` never pays for i
     import polars as pl
     from rich.console import Console, RenderableType
 
+    from acp_trace.fleet import FleetResult
+
 Kind = Literal["text", "json", "data", "styled"]
 PROGRESS_FROM = 20  # traces: fewer read in a moment, with no bar
 
@@ -78,6 +80,14 @@ def warn_skipped(records: pl.DataFrame) -> None:
 
     for trace, problem in skipped_inputs(records).rows():
         warn(f"skipped {trace}: {problem}")
+
+
+def warn_fleet(result: FleetResult) -> None:
+    """One line on stderr per file a fleet run passed over or could not analyze."""
+    for trace, problem in result.skipped.rows():
+        warn(f"skipped {trace}: {problem}")
+    for trace, problem in result.failed.rows():
+        warn(f"could not analyze {trace}: {problem}")
 
 
 @contextmanager

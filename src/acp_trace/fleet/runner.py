@@ -16,7 +16,7 @@ from acp_trace.errors import InputError, UsageError
 from acp_trace.fleet.partition import partition
 from acp_trace.fleet.result import FleetResult, concat
 from acp_trace.fleet.work import Part, analyze_part
-from acp_trace.trace.paths import find_traces
+from acp_trace.trace.paths import Found, find_traces
 from acp_trace.trace.reader import check_roots
 
 Tables = dict[str, pl.DataFrame]
@@ -38,6 +38,7 @@ def run(
     retries: int = 2,
     schema: bool = True,
     tables: tuple[str, ...] | None = None,
+    found: Sequence[Found] | None = None,
     analyze: PartFn = analyze_part,
 ) -> FleetResult:
     """Analyze traces partition by partition on a local pool (`workers` processes, default the
@@ -52,7 +53,7 @@ def run(
         raise UsageError(f"tables={unknown}: expected some of {', '.join(Part.tables)}")
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
-    found = find_traces(paths)
+    found = list(found) if found is not None else find_traces(paths)
     executor = _executor(workers, scheduler, client)
     count = partitions or max(1, executor.workers * PARTS_PER_WORKER)
     target = None if dataset is None else os.fspath(dataset)
