@@ -548,6 +548,25 @@ def test_a_shape_that_is_not_json_is_validated_message_by_message(tmp_path: Path
     assert "and 2 more like it" in found["message"][0]
 
 
+def test_escapes_are_replaced_as_one_pass_after_another_would() -> None:
+    """The one pass over the escapes gives what replacing `\\\\` everywhere, then `\\"`, gives
+    (runs of backslashes and quotes, near misses of both)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from acp_trace.analysis.schema.shapes import ESCAPES
+
+    @settings(max_examples=500, deadline=None)
+    @given(st.lists(st.text(alphabet='\\"u0a:', max_size=12), min_size=1, max_size=8))
+    def check(texts: list[str]) -> None:
+        column = pl.Series(texts)
+        once = column.str.replace_many(list(ESCAPES), list(ESCAPES.values())).to_list()
+        stepwise = [t.replace("\\\\", "\\u005c").replace('\\"', "\\u0022") for t in texts]
+        assert once == stepwise
+
+    check()
+
+
 def test_shapes_fold_free_text_but_not_literals() -> None:
     """Free text becomes one placeholder; literals, keys, numbers and empty strings stay."""
     texts = [

@@ -67,3 +67,44 @@ def test_an_argument_that_yields_nothing_is_an_error(
     with pytest.raises(InputError) as info:
         find_traces([arg.format(d=tmp_path)])
     assert str(info.value).startswith(message.format(d=tmp_path))
+
+
+def _walked(folder: Path) -> list[Path]:
+    """The search as os.walk and pathlib give it (the reference the faster search must match)."""
+    import os
+
+    out: list[Path] = []
+    for top, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in ("node_modules",)]
+        out.extend(
+            Path(top) / n
+            for n in files
+            if not n.startswith(".") and n.endswith(".jsonl") and (Path(top) / n).is_file()
+        )
+    return sorted(out)
+
+
+def test_a_search_finds_and_orders_what_os_walk_and_pathlib_find(tmp_path: Path) -> None:
+    """Part-by-part order (`a/b` before `a-c`), links to files followed, links to folders and
+    broken links not, an unreadable folder passed over."""
+    import os
+
+    _touch(tmp_path, "a/b.jsonl", "a-c.jsonl", "a/z/y.jsonl", "a.b/x.jsonl", "B.jsonl", "b.jsonl")
+    (tmp_path / "real").mkdir()
+    _touch(tmp_path / "real", "r.jsonl")
+    (tmp_path / "to-file.jsonl").symlink_to(tmp_path / "a-c.jsonl")
+    (tmp_path / "to-dir").symlink_to(tmp_path / "real")
+    (tmp_path / "broken.jsonl").symlink_to(tmp_path / "nowhere.jsonl")
+    _touch(tmp_path, "closed/c.jsonl")
+    (tmp_path / "closed").chmod(0)
+    try:
+        found = [f.path for f in find_traces([tmp_path])]
+        expected = _walked(tmp_path)
+    finally:
+        (tmp_path / "closed").chmod(0o700)
+    assert found == expected
+    names = [str(p.relative_to(tmp_path)) for p in found]
+    assert names.index("a/b.jsonl") < names.index("a-c.jsonl")
+    assert "to-file.jsonl" in names and "real/r.jsonl" in names
+    assert not any(n.startswith(("to-dir", "broken")) for n in names)
+    assert ("closed/c.jsonl" in names) == (os.geteuid() == 0)  # root reads a folder of mode 0

@@ -287,9 +287,26 @@ def _pool_cuts_small_ranges(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pool, "RANGE_BYTES", 4096)
 
 
-def test_workers_read_the_same_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("handoff", ["shared memory", "unwritable", "pipe"])
+def test_workers_read_the_same_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, handoff: str
+) -> None:
     """Read in 2 processes (large files cut in byte ranges), the table is the same, row for row:
-    line numbers, damaged lines, a cut last line, skipped files and concatenated traces."""
+    line numbers, damaged lines, a cut last line, skipped files and concatenated traces; the
+    rows handed on in files (none left behind), in a directory the workers cannot write to, or
+    through the pipe."""
+    from contextlib import nullcontext
+
+    from acp_trace.trace import handoff as files
+    from acp_trace.trace import pool
+
+    shm = tmp_path / "shm"
+    shm.mkdir()
+    monkeypatch.setattr(files, "SHARED_MEMORY", str(shm))
+    if handoff == "unwritable":  # (the workers may be started by a fork server: no patch there)
+        monkeypatch.setattr(pool, "handoff_directory", lambda: nullcontext(str(tmp_path / "gone")))
+    if handoff == "pipe":
+        monkeypatch.setattr(files.tempfile, "mkdtemp", _refuse)
     folder = tmp_path / "traces"
     folder.mkdir()
     ok = b'{"seq":%d,"t_ns":%d,"src":"agent","msg":' + UPDATE + b"}"
@@ -306,6 +323,11 @@ def test_workers_read_the_same_table(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert_frame_equal(serial, parallel)
     assert serial.filter(pl.col("trace").str.ends_with("cat.jsonl#2")).height == 2
     assert skipped_inputs(parallel).height == 1
+    assert list(shm.iterdir()) == []
+
+
+def _refuse(*_args: object, **_kwargs: object) -> None:
+    raise OSError(28, "No space left on device")
 
 
 def test_workers_raise_for_a_file_named_that_is_no_trace(

@@ -65,18 +65,40 @@ def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
 
 
 def _search(folder: Path) -> list[Path]:
-    """The files with a trace suffix under `folder`, sorted, passing over what is no trace's."""
-    out: list[Path] = []
-    for top, dirs, files in os.walk(folder):
-        dirs[:] = [d for d in dirs if not _skipped_dir(Path(top) / d)]
-        out.extend(
-            Path(top) / name
-            for name in files
-            if not name.startswith(".")
-            and name.endswith(TRACE_SUFFIXES)
-            and (Path(top) / name).is_file()
-        )
-    return sorted(out)
+    """The files with a trace suffix under `folder`, sorted as paths are (part by part),
+    passing over what is no trace's. Symbolic links to files count, to directories not (as
+    `os.walk` does); a directory that cannot be listed is passed over."""
+    found: list[str] = []
+    pending = [str(folder)]
+    while pending:
+        top = pending.pop()
+        try:
+            entries = list(os.scandir(top))
+        except OSError:
+            continue
+        for entry in entries:
+            name = entry.name
+            if _is_dir(entry):
+                if not _skipped_dir(Path(entry.path)):
+                    pending.append(entry.path)
+            elif not name.startswith(".") and name.endswith(TRACE_SUFFIXES) and _is_file(entry):
+                found.append(entry.path)
+    found.sort(key=lambda path: path.split(os.sep))
+    return [Path(path) for path in found]
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
+
+
+def _is_file(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_file()
+    except OSError:
+        return False
 
 
 def _skipped_dir(path: Path) -> bool:

@@ -3,7 +3,7 @@
 The work is cut into tasks in file order: byte ranges of about RANGE_BYTES of a large native
 trace (each from a line's start to a line's end), and groups of whole small files. Each task
 runs the same reader (`native.read_range`, `native.read_file`) in a worker process, which
-sends its rows back as Arrow IPC; the parent numbers the lines of each range from the lines
+hands its rows back as Arrow IPC in a file of shared memory (`trace.handoff`); the parent numbers the lines of each range from the lines
 of the ranges before it. A file whose ranges find a header after its first line (several
 traces in one file) is read again whole. So the table is the one a single process reads, row
 for row and in the same order.
@@ -15,7 +15,6 @@ started by a fork server otherwise (about 0.3 s more: each imports polars).
 
 from __future__ import annotations
 
-import io
 import multiprocessing as mp
 import os
 import re
@@ -32,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from acp_trace.errors import InputError
+from acp_trace.trace.handoff import handoff_directory, pack, unpack
 from acp_trace.trace.native import out_of_memory
 from acp_trace.trace.paths import Found
 
@@ -68,17 +68,20 @@ def read_all(found: Sequence[Found], fmt: str | None, workers: int) -> Generator
             yield read_or_skip(item.path, fmt, item.explicit)
         return
     tasks, owners = _plan(found, fmt)
-    pool = ProcessPoolExecutor(workers, mp_context=_context(), initializer=_init)
-    try:
-        yield from _assemble(found, fmt, owners, _in_order(pool, tasks, 2 * workers))
-    except BrokenProcessPool:
-        where = ", ".join(str(item.path) for item in found[:3])
-        raise InputError(
-            f"a reading process died (out of memory reading {where}?); "
-            "try --workers 1, or fewer traces at once"
-        ) from None
-    finally:  # also when the reader stops early (a file named that is no trace)
-        pool.shutdown(wait=True, cancel_futures=True)
+    with handoff_directory() as directory:
+        pool = ProcessPoolExecutor(
+            workers, mp_context=_context(), initializer=_init, initargs=(directory,)
+        )
+        try:
+            yield from _assemble(found, fmt, owners, _in_order(pool, tasks, 2 * workers))
+        except BrokenProcessPool:
+            where = ", ".join(str(item.path) for item in found[:3])
+            raise InputError(
+                f"a reading process died (out of memory reading {where}?); "
+                "try --workers 1, or fewer traces at once"
+            ) from None
+        finally:  # also when the reader stops early (a file named that is no trace)
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 # ---------------------------------------------------------------- planning and assembling
@@ -142,7 +145,7 @@ def _assemble(
             frames: list[pl.DataFrame] = []
             if not errors:
                 packed, errors = next(results)
-                frames = _unpack(packed)
+                frames = unpack(packed)
             error = errors.pop(0)
             yield frames, None if error is None else InputError(error)
             continue
@@ -151,7 +154,7 @@ def _assemble(
             packed, lines, headers = next(results)
             several = several or bool(headers)
             if not several:
-                frames.extend(f.with_columns(pl.col("line") + offset) for f in _unpack(packed))
+                frames.extend(f.with_columns(pl.col("line") + offset) for f in unpack(packed))
             offset += lines
         if several:  # several traces in the file: read again whole
             frames = []
@@ -199,9 +202,14 @@ def _size(path: Path) -> int:
 # ---------------------------------------------------------------- the worker side
 
 
-def _init() -> None:
-    """A worker reads on one thread: the pool is the parallelism."""
+_HANDOFF: list[str | None] = [None]  # the worker's directory for its rows (`trace.handoff`)
+
+
+def _init(directory: str | None) -> None:
+    """A worker reads on one thread (the pool is the parallelism) and hands its rows on in
+    files of `directory`."""
     os.environ["POLARS_MAX_THREADS"] = "1"
+    _HANDOFF[0] = directory
 
 
 def _run(task: Task) -> Any:
@@ -214,26 +222,14 @@ def _run(task: Task) -> Any:
         table = Table()
         with open(name, "rb") as handle:
             lines, headers = read_range(handle, start, end, name, table)
-        return _pack(table.done()), lines, headers
+        return pack(table.done(), _HANDOFF[0]), lines, headers
     files, fmt = args
     table, errors = Table(), []
     for name, explicit in files:
         part, error = read_or_skip(Path(name), fmt, explicit)
         table.extend(part)
         errors.append(None if error is None else str(error))
-    return _pack(table.done()), errors
-
-
-def _pack(frames: list[pl.DataFrame]) -> bytes | None:
-    if not frames:
-        return None
-    buffer = io.BytesIO()
-    pl.concat(frames, rechunk=False).write_ipc(buffer, compat_level=pl.CompatLevel.newest())
-    return buffer.getvalue()
-
-
-def _unpack(packed: bytes | None) -> list[pl.DataFrame]:
-    return [] if packed is None else [pl.read_ipc(io.BytesIO(packed))]
+    return pack(table.done(), _HANDOFF[0]), errors
 
 
 _SAFE_THREADS = frozenset({"jemalloc_bg_thd", "polars-ooc-clea"})

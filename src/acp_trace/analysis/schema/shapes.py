@@ -9,8 +9,8 @@ string without changing whether the message is valid, or where it breaks the sch
 numbers, booleans, nulls, empty strings and strings that could be literals stay as written.
 
 The shape is computed in polars over the `msg` text: first `\\\\` and `\\"` become `\\u005c` and
-`\\u0022` (the same JSON value, but now every `"` in the text delimits a string), then each
-`":` `"value"` whose value may be folded becomes `":"~"`. Where that `":` ends a key, the
+`\\u0022`, in one pass (the same JSON value, but now every `"` in the text delimits a string),
+then each `":` `"value"` whose value may be folded becomes `":"~"`. Where that `":` ends a key, the
 result is the same JSON with the value folded. It can also be the start of a string that is a
 colon (`[":", "a b"]`): then the match spans structure, puts the `~` outside any string (the
 three quotes it replaces are three again), and the shape is not JSON. So a shape that parses
@@ -28,6 +28,10 @@ import polars as pl
 from acp_trace.analysis.schema.catalog import VERSIONS, literals, schema
 
 PLACEHOLDER = "~"
+# The escapes that hide a `"` from the string pattern, and the same JSON value without one:
+# replaced in one Aho-Corasick pass (no two of them can start at one place, so the leftmost
+# match is the one a left-to-right reading of the escapes finds).
+ESCAPES = {"\\\\": "\\u005c", '\\"': "\\u0022"}
 # Keywords that constrain a string beyond const/enum; `minLength` 1 is safe (folded strings are
 # never empty). Formats are not asserted (validate_formats=False), content* are annotations.
 _UNSAFE = {"pattern", "maxLength", "patternProperties", "propertyNames", "uniqueItems"}
@@ -69,8 +73,6 @@ def shape_expr(column: str = "msg") -> pl.Expr:
     text = pl.col(column)
     if not safe_to_fold():
         return text
-    return (
-        text.str.replace_all("\\\\", "\\u005c", literal=True)
-        .str.replace_all('\\"', "\\u0022", literal=True)
-        .str.replace_all(_pattern(), f'":"{PLACEHOLDER}"')
+    return text.str.replace_many(list(ESCAPES), list(ESCAPES.values())).str.replace_all(
+        _pattern(), f'":"{PLACEHOLDER}"'
     )
