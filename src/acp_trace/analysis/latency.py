@@ -3,10 +3,12 @@ found by the turn pass, `analysis/turns.py`: its names are here too)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import polars as pl
 
+from acp_trace.analysis.columns import values_at
 from acp_trace.analysis.turns import AGENT_OUTPUT_KINDS, Turn, TurnFacts, collect_turns
 
 __all__ = [
@@ -80,16 +82,18 @@ TURN_SCHEMA: dict[str, Any] = {
 
 def turns_table(tl: pl.DataFrame, turns: TurnFacts) -> pl.DataFrame:
     """One row per prompt turn: request to first agent chunk, to acceptance, to the end."""
-    t_ms, seqs = tl["t_ms"], tl["seq"]
     agents = {
         t: (a, v)
         for t, a, v in tl.select("trace", "agent", "agent_version").unique("trace").iter_rows()
     }
+    seqs = values_at(tl["seq"], (t.req_row for t in turns.turns))
+    t_ms = values_at(tl["t_ms"], _rows_timed(turns.turns))
 
     def since(turn: Turn, row: int | None) -> float | None:
-        if row is None or t_ms[row] is None or t_ms[turn.req_row] is None:
+        start, value = t_ms.get(turn.req_row), None if row is None else t_ms.get(row)
+        if start is None or value is None:
             return None
-        return float(t_ms[row] - t_ms[turn.req_row])
+        return float(value - start)
 
     rows = [
         (
@@ -97,7 +101,7 @@ def turns_table(tl: pl.DataFrame, turns: TurnFacts) -> pl.DataFrame:
             t.session,
             *agents.get(t.trace, (None, None)),
             t.protocol,
-            seqs[t.req_row],
+            seqs.get(t.req_row),
             since(t, t.first_chunk_row),
             since(t, t.acceptance_rows[0] if t.acceptance_rows else None),
             since(t, t.end_row),
@@ -107,6 +111,13 @@ def turns_table(tl: pl.DataFrame, turns: TurnFacts) -> pl.DataFrame:
         for t in turns.turns
     ]
     return pl.DataFrame(rows, schema=TURN_SCHEMA, orient="row")
+
+
+def _rows_timed(turns: list[Turn]) -> Iterator[int | None]:
+    """The rows whose times the turns table shows."""
+    for t in turns:
+        yield from (t.req_row, t.first_chunk_row, t.end_row, t.response_row)
+        yield t.acceptance_rows[0] if t.acceptance_rows else None
 
 
 def turn_phases(turns: pl.DataFrame, by: str = "method") -> pl.DataFrame:

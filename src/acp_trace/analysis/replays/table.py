@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import polars as pl
 
+from acp_trace.analysis.columns import values_at
 from acp_trace.analysis.replays.model import Facts, SessionStats, Window
 from acp_trace.jsonrpc import INVALID_PARAMS
 
@@ -50,28 +52,36 @@ def outcome(w: Window, stats: SessionStats) -> str:
 
 def replays_table(tl: pl.DataFrame, facts: Facts) -> pl.DataFrame:
     """One row per replaying request and session, children included (rules.md fields)."""
-    t_ms = tl["t_ms"]
     agents = tl.select("trace", "agent", "agent_version").unique("trace")
     info = {t: (a, v) for t, a, v in agents.iter_rows()}
+    windows = [w for w in facts.windows if w.replaying]
+    t_ms = values_at(tl["t_ms"], _rows_timed(windows))
     rows = []
-    for w in facts.windows:
-        if not w.replaying:
-            continue
+    for w in windows:
         for stats in w.sessions.values():
             rows.append(_replay_row(w, stats, t_ms, info.get(w.trace, (None, None))))
     return pl.DataFrame(rows, schema=REPLAY_SCHEMA, orient="row")
 
 
+def _rows_timed(windows: list[Window]) -> Iterator[int | None]:
+    """The rows whose times the replays table shows."""
+    for w in windows:
+        yield w.req_row
+        yield w.end_row
+        for s in w.sessions.values():
+            yield from (s.marker_row, s.last_history_row, s.first_update_row, s.state_row)
+
+
 def _replay_row(
     w: Window,
     stats: SessionStats,
-    t_ms: pl.Series,
+    t_ms: dict[int, Any],
     agent: tuple[str | None, str | None],
 ) -> tuple[Any, ...]:
     def at(row: int | None) -> float | None:
         if row is None:
             return None
-        start, value = t_ms[w.req_row], t_ms[row]
+        start, value = t_ms.get(w.req_row), t_ms.get(row)
         return None if start is None or value is None else value - start
 
     response = w.end_row if w.end in ("response", "error") else None

@@ -10,6 +10,7 @@ from typing import Any
 
 import polars as pl
 
+from acp_trace.analysis.columns import named_rows
 from acp_trace.analysis.replays.model import Facts, MarkerFact, SessionStats, Window
 from acp_trace.analysis.replays.rows import pass_rows
 from acp_trace.jsonrpc import BLOCKING_AGENT_REQUESTS, MARKER_KIND, loads, update_class
@@ -25,7 +26,7 @@ def collect(tl: pl.DataFrame, *, v1_markers: bool = False) -> Facts:
     """
     facts = Facts()
     msgs = tl["msg"]
-    rows = pass_rows(tl).iter_rows(named=True)
+    rows = named_rows(pass_rows(tl))
     for _trace, trace_rows in groupby(rows, key=itemgetter("trace")):
         _Pass(facts, msgs, v1_markers).run(trace_rows)
     return facts
