@@ -20,7 +20,11 @@ cores" reads with `workers=2` (`--workers 2`). Variants:
   and on two, with the time of each stage (read, timeline, replay pass, turns, checks);
 - read-1, read-2: `read_trace(paths)` alone, on one core and on two;
 - ndjson: `polars.read_ndjson` of every line with the envelope's schema (reference);
-- plain: plain_replays.py, the json module and dicts (the same outcome logic, simplest form).
+- plain: plain_replays.py, the json module and dicts (the same outcome logic, simplest form);
+- cli-floor: read_floor.py as a process of its own, on one core: polars imported, every
+  record decoded by msgspec as the reader decodes it, three columns kept (the least a
+  records table built from these libraries costs; the end-to-end target's floor);
+- cli-replays-2, cli-check-2 (small files): the CLI with `--workers 2` (the fleet pool).
 
 Prints the figures against the targets of docs/performance.md (never asserts them).
 """
@@ -115,7 +119,11 @@ def cli_child(command: str, paths: list[str]) -> dict[str, Any]:
     """Time one CLI command as a process of its own (its output goes to /dev/null)."""
     import subprocess
 
-    argv = [sys.executable, "-m", "acp_trace", command, "-f", "json", "--workers", "1", *paths]
+    workers = "2" if command.endswith("-2") else "1"
+    command = command.removesuffix("-2")
+    argv = [sys.executable, "-m", "acp_trace", command, "-f", "json", "--workers", workers, *paths]
+    if command == "floor":
+        argv = [sys.executable, str(HERE / "read_floor.py"), *paths]
     start = time.perf_counter()
     with open(os.devnull, "wb") as sink:
         proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.PIPE)
@@ -169,7 +177,17 @@ def _run(argv: list[str]) -> str:
 
 # ---------------------------------------------------------------- the parent side
 
-ONE_CORE = ("orjson", "cli-replays", "cli-check", "analyze-1", "read-1", "plain", "baseline")
+CLI = ("replays", "check")  # the commands timed as whole processes
+ONE_CORE = (
+    "orjson",
+    "cli-replays",
+    "cli-check",
+    "cli-floor",
+    "analyze-1",
+    "read-1",
+    "plain",
+    "baseline",
+)
 
 
 def measure(
@@ -234,6 +252,18 @@ def size_figures(tag: str, runs: dict[str, list[ChildRun]], data: dict[str, Any]
                 "x",
                 f"{cli:.2f} s / {orj:.2f} s, the CLI's whole process; in CPU time "
                 f"{cli_cpu:.2f} s / {orj_cpu:.2f} s = {cli_cpu / orj_cpu:.2f}x",
+            )
+        )
+    if f"cli-floor@{tag}" in runs:
+        least = secs(runs[f"cli-floor@{tag}"])
+        figures.append(
+            Figure(
+                f"{what}: the floor (read_floor.py) / orjson loop (1 core)",
+                least / orj,
+                "-",
+                None,
+                "x",
+                f"{least:.2f} s / {orj:.2f} s: polars imported, msgspec's decoding, 3 columns",
             )
         )
     one, two = secs(runs[f"analyze-1@{tag}"]), secs(runs[f"analyze-2@{tag}"])
@@ -413,14 +443,24 @@ def main(argv: list[str] | None = None) -> int:
             1,
         )
     specs: dict[str, tuple[str, str]] = {}
-    sized = ("orjson", "cli-replays", "cli-check", "analyze-1", "analyze-2", "read-1", "read-2")
+    sized = (
+        "orjson",
+        "cli-replays",
+        "cli-check",
+        "cli-floor",
+        "analyze-1",
+        "analyze-2",
+        "read-1",
+        "read-2",
+    )
     for tag in ("base", "large", "huge"):
         if tag in datasets:
             for variant in (*sized, "plain", "ndjson") if tag == "base" else sized:
                 specs[f"{variant}@{tag}"] = (variant, datasets[tag]["path"])
     for tag in ("many", "one"):
         if tag in datasets:
-            for variant in ("analyze-1", "analyze-2") if tag == "many" else ("analyze-1",):
+            many = ("analyze-1", "analyze-2", *(f"cli-{c}{w}" for c in CLI for w in ("", "-2")))
+            for variant in many if tag == "many" else ("analyze-1",):
                 specs[f"{variant}@{tag}"] = (variant, datasets[tag]["path"])
     if args.baseline:
         for tag, data in datasets.items():
@@ -467,6 +507,24 @@ def main(argv: list[str] | None = None) -> int:
                 f"{one_core:.2f} s / {two_cores:.2f} s",
             )
         )
+        for command in CLI:
+            one_core = secs(runs[f"cli-{command}@many"])
+            two_cores = secs(runs[f"cli-{command}-2@many"])
+            note = (
+                f"{one_core:.2f} s / {two_cores:.2f} s; peak "
+                f"{peak(runs[f'cli-{command}@many']):.0f} / "
+                f"{peak(runs[f'cli-{command}-2@many']):.0f} MB"
+            )
+            figures.append(
+                Figure(
+                    f"many small files: cli {command} --workers 1 (1 core) / --workers 2",
+                    one_core / two_cores,
+                    ">= 1.7",
+                    one_core / two_cores >= 1.7,
+                    "x",
+                    note,
+                )
+            )
     figures += startup_figures(args.reps)
     if args.baseline:
         figures += baseline_figures(runs, datasets)

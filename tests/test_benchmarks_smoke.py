@@ -36,6 +36,8 @@ def test_analyzer_benchmark_runs(tmp_path: Path) -> None:
     assert any(n.startswith("per-MB time") for n in names)
     assert "many small files / one file" in names
     assert "cli rules: own time ms" in names
+    assert any("the floor (read_floor.py)" in n for n in names)
+    assert any(n.startswith("many small files: cli check --workers 1") for n in names)
 
 
 def test_tap_benchmark_runs(tmp_path: Path) -> None:
