@@ -333,11 +333,18 @@ def _refuse(*_args: object, **_kwargs: object) -> None:
 def test_workers_raise_for_a_file_named_that_is_no_trace(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """In a pool too, a file named on its own that is no trace is an error, not a skip."""
+    """In a pool too, a file named on its own that is no trace is an error, not a skip; the
+    rows already handed on are removed with their directory."""
+    from acp_trace.trace import handoff
+
+    shm = tmp_path / "shm"
+    shm.mkdir()
+    monkeypatch.setattr(handoff, "SHARED_MEMORY", str(shm))
     (tmp_path / "a.jsonl").write_bytes(HEAD)
     (tmp_path / "b.jsonl").write_bytes(b"\x00\x01 not a trace\n")
     with pytest.raises(InputError, match=r"b\.jsonl"):
         read_trace([tmp_path / "a.jsonl", tmp_path / "b.jsonl"], workers=2)
+    assert list(shm.iterdir()) == []
 
 
 def test_workers_none_reads_small_input_in_this_process(tmp_path: Path) -> None:
@@ -358,7 +365,7 @@ def test_fork_is_refused_once_polars_threads_run() -> None:
 
     pl.DataFrame({"a": list(range(200_000))}).sort("a").group_by("a").len()
     assert not pool._fork_is_safe()
-    assert pool._context().get_start_method() == "forkserver"
+    assert pool.worker_context().get_start_method() == "forkserver"
 
 
 def test_a_fresh_process_forks_its_workers(tmp_path: Path) -> None:
@@ -374,7 +381,7 @@ def test_a_fresh_process_forks_its_workers(tmp_path: Path) -> None:
 from acp_trace.trace import pool
 from acp_trace.trace.reader import read_trace
 pool.RANGE_BYTES = 4096
-assert pool._fork_is_safe() and pool._context().get_start_method() == "fork"
+assert pool._fork_is_safe() and pool.worker_context().get_start_method() == "fork"
 parallel = read_trace({str(path)!r}, workers=2)
 assert parallel.equals(read_trace({str(path)!r})), "tables differ"
 print(parallel.height)

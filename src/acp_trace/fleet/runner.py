@@ -7,7 +7,6 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
-from multiprocessing import get_context
 from typing import Any
 
 import polars as pl
@@ -17,6 +16,7 @@ from acp_trace.fleet.partition import partition
 from acp_trace.fleet.result import FleetResult, concat
 from acp_trace.fleet.work import Part, analyze_part
 from acp_trace.trace.paths import Found, find_traces
+from acp_trace.trace.pool import worker_context
 from acp_trace.trace.reader import check_roots
 
 Tables = dict[str, pl.DataFrame]
@@ -137,7 +137,8 @@ class _Executor:
 
 
 class _LocalPool(_Executor):
-    """A pool of `spawn`ed processes (fork is unsafe once polars' threads run). A worker that
+    """A pool of processes, forked while that is safe (no polars thread runs yet: the CLI), else
+    from a fork server that has imported the analyzer (`trace.pool.worker_context`). A worker that
     dies breaks the pool and fails every task in flight, so after a break the tasks left run
     one at a time, each in a pool of its own: a crash is then the crashing task's alone."""
 
@@ -170,7 +171,8 @@ class _LocalPool(_Executor):
         """Run `group` in one pool; failures are retried through `pending`. True on a break."""
         broke = False
         size = 1 if isolate else self.workers
-        with ProcessPoolExecutor(size, mp_context=get_context("spawn")) as pool:
+        context = worker_context(("acp_trace.fleet.work",))
+        with ProcessPoolExecutor(size, mp_context=context) as pool:
             futures = {pool.submit(fn, parts[i]): i for i in group}
             for future in as_completed(futures):
                 i = futures[future]

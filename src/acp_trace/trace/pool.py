@@ -70,7 +70,7 @@ def read_all(found: Sequence[Found], fmt: str | None, workers: int) -> Generator
     tasks, owners = _plan(found, fmt)
     with handoff_directory() as directory:
         pool = ProcessPoolExecutor(
-            workers, mp_context=_context(), initializer=_init, initargs=(directory,)
+            workers, mp_context=worker_context(), initializer=_init, initargs=(directory,)
         )
         try:
             yield from _assemble(found, fmt, owners, _in_order(pool, tasks, 2 * workers))
@@ -235,12 +235,13 @@ def _run(task: Task) -> Any:
 _SAFE_THREADS = frozenset({"jemalloc_bg_thd", "polars-ooc-clea"})
 
 
-def _context() -> Any:
-    """fork where it is safe (see the module doc), else a fork server."""
+def worker_context(preload: tuple[str, ...] = ("acp_trace.trace.native",)) -> Any:
+    """fork where it is safe (see the module doc), else a fork server that has imported
+    `preload` (its workers start without importing them again)."""
     if _fork_is_safe():
         return mp.get_context("fork")
     context = mp.get_context("forkserver")
-    context.set_forkserver_preload(["acp_trace.trace.native"])
+    context.set_forkserver_preload(list(preload))
     return context
 
 
