@@ -137,10 +137,11 @@ class _Executor:
 
 
 class _LocalPool(_Executor):
-    """A pool of processes, forked while that is safe (no polars thread runs yet: the CLI), else
-    from a fork server that has imported the analyzer (`trace.pool.worker_context`). A worker that
-    dies breaks the pool and fails every task in flight, so after a break the tasks left run
-    one at a time, each in a pool of its own: a crash is then the crashing task's alone."""
+    """A pool of processes, forked while that is safe (no polars thread runs yet: the CLI),
+    else started by a fork server that has imported the analyzer (`trace.pool.worker_context`).
+    A worker that dies breaks the pool and fails every task in flight, so after a break the
+    tasks left run one at a time, each in a pool of its own: a crash is then the crashing
+    task's alone."""
 
     def __init__(self, workers: int) -> None:
         self.workers = workers

@@ -3,10 +3,10 @@
 The work is cut into tasks in file order: byte ranges of about RANGE_BYTES of a large native
 trace (each from a line's start to a line's end), and groups of whole small files. Each task
 runs the same reader (`native.read_range`, `native.read_file`) in a worker process, which
-hands its rows back as Arrow IPC in a file of shared memory (`trace.handoff`); the parent numbers the lines of each range from the lines
-of the ranges before it. A file whose ranges find a header after its first line (several
-traces in one file) is read again whole. So the table is the one a single process reads, row
-for row and in the same order.
+hands its rows back as Arrow IPC in a file of shared memory (`trace.handoff`); the parent
+numbers the lines of each range from the lines of the ranges before it. A file whose ranges
+find a header after its first line (several traces in one file) is read again whole. So the
+table is the one a single process reads, row for row and in the same order.
 
 Workers are forked when forking is safe (Linux, and no thread runs in this process but the
 allocator's and polars' idle cleaner: a forked child inherits no lock held by a thread), and
