@@ -391,3 +391,61 @@ print(parallel.height)
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["300"]
+
+
+_ORPHANS = """
+import multiprocessing, os, sys
+from acp_trace.trace import pool
+from acp_trace.trace.paths import find_traces
+found = find_traces([sys.argv[1]])
+results = pool.read_all(found, None, 2)
+next(results)  # the pool has started
+print(" ".join(str(p.pid) for p in multiprocessing.active_children()), flush=True)
+os._exit(0)  # gone without cleaning up, as after SIGKILL
+"""
+
+
+def _gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state in ("Z", "X")
+
+
+def test_a_pools_workers_die_with_their_parent(tmp_path: Path) -> None:
+    """Reading workers whose parent dies without a word end too (they would otherwise wait
+    for work forever, each holding the others' end of the pool's queue)."""
+    import subprocess
+    import sys
+    import time
+
+    for i in range(6):
+        (tmp_path / f"t{i}.jsonl").write_bytes(HEAD + NEAR_MISSES["as written"] + b"\n")
+    done = subprocess.run(
+        [sys.executable, "-c", _ORPHANS, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    pids = [int(p) for p in done.stdout.split()]
+    assert len(pids) == 2
+    deadline = time.monotonic() + 10
+    while not all(_gone(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert all(_gone(p) for p in pids)
+
+
+def test_a_process_whose_parent_is_gone_exits_at_once() -> None:
+    """`die_with_parent` with a parent that is not (or no longer) this process's exits."""
+    import os
+
+    from acp_trace.trace.pool import die_with_parent
+
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child
+        die_with_parent(os.getppid() + 1_000_000)
+        os._exit(0)
+    _pid, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 1

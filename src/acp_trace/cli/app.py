@@ -5,6 +5,7 @@ typer. What goes to the terminal goes through `acp_trace.cli.terminal`."""
 from __future__ import annotations
 
 import inspect
+import signal
 import sys
 import traceback
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -299,6 +300,7 @@ def main() -> None:
     `acp-trace: ...` on stderr and exit code 2 (a traceback too with --debug)."""
     from acp_trace.cli.terminal import usage_message
 
+    _exit_on_termination()
     try:
         code = command().main(args=sys.argv[1:], prog_name="acp-trace", standalone_mode=False)
     except typer.Abort:
@@ -313,6 +315,19 @@ def main() -> None:
             typer.echo(exc.format_message())  # type: ignore[attr-defined]
         code = _fail(message, getattr(exc, "exit_code", 2))
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _exit_on_termination() -> None:
+    """SIGTERM and SIGHUP end the command as `sys.exit(128 + N)` does, so that what it made
+    is cleaned up on the way out (the reading pool's workers and its files of rows); a signal
+    the caller ignores (`nohup`) stays ignored. `record` installs its own for the agent."""
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(signum) is signal.SIG_DFL:
+            signal.signal(signum, _terminated)
+
+
+def _terminated(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def _fail(message: str, code: int = 2) -> int:

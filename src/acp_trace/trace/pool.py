@@ -19,6 +19,8 @@ import multiprocessing as mp
 import os
 import re
 import resource
+import signal
+import sys
 import threading
 from collections import deque
 from collections.abc import Generator, Iterator, Sequence
@@ -69,8 +71,9 @@ def read_all(found: Sequence[Found], fmt: str | None, workers: int) -> Generator
         return
     tasks, owners = _plan(found, fmt)
     with handoff_directory() as directory:
+        context = worker_context()
         pool = ProcessPoolExecutor(
-            workers, mp_context=worker_context(), initializer=_init, initargs=(directory,)
+            workers, mp_context=context, initializer=_init, initargs=(directory, _me(context))
         )
         try:
             yield from _assemble(found, fmt, owners, _in_order(pool, tasks, 2 * workers))
@@ -205,11 +208,37 @@ def _size(path: Path) -> int:
 _HANDOFF: list[str | None] = [None]  # the worker's directory for its rows (`trace.handoff`)
 
 
-def _init(directory: str | None) -> None:
-    """A worker reads on one thread (the pool is the parallelism) and hands its rows on in
-    files of `directory`."""
+def _init(directory: str | None, parent: int | None) -> None:
+    """A worker reads on one thread (the pool is the parallelism), hands its rows on in files
+    of `directory`, and dies with its parent."""
     os.environ["POLARS_MAX_THREADS"] = "1"
     _HANDOFF[0] = directory
+    die_with_parent(parent)
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent: int | None) -> None:
+    """Linux: this process gets SIGKILL when its parent dies, and exits at once if `parent`
+    (when given) is already gone. Without it the workers of a killed pool wait for work
+    forever: each holds the others' end of the pool's queue, so none ever sees it close."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if parent is not None and os.getppid() != parent:
+        os._exit(1)
+
+
+def _me(context: Any) -> int | None:
+    """This process's pid when `context` forks the workers from it (a fork server is their
+    parent otherwise: it ends when this process does, and takes its workers with it)."""
+    return os.getpid() if context.get_start_method() == "fork" else None
 
 
 def _run(task: Task) -> Any:
