@@ -93,7 +93,13 @@ def main() -> None:
         write_all(1, data[: args.crash_after], 1)
         os._exit(args.exit)
     sender = threading.Thread(target=send, args=(data, args.generate, args.gate))
+    # The signals a test sends must reach the main thread: one taken by the sender would leave
+    # the main thread blocked in its read of stdin with the handler never run (a hung agent).
+    # The sender starts with them blocked, and so keeps them blocked.
+    stops = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+    signal.pthread_sigmask(signal.SIG_BLOCK, stops)
     sender.start()
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
     if args.stderr:
         write_all(2, open(args.stderr, "rb").read(), 3)  # noqa: SIM115
     read_to_eof(0, args.received)
