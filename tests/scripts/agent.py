@@ -75,6 +75,11 @@ def main() -> None:
     for name in ("--ready", "--ignore-eof", "--ignore-term", "--child"):
         parser.add_argument(name, action="store_true")
     args = parser.parse_args()
+    # SIGINT ends this agent as the kernel's default does, not through Python's handler: that
+    # runs later, in the main thread, and on CPython 3.11 a second thread starting as the
+    # signal comes can leave it pending while the main thread blocks in its read of stdin
+    # (seen under strace: the tap forwarded SIGINT at once, the agent never ended).
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     _soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
     resource.setrlimit(resource.RLIMIT_FSIZE, (hard, hard))  # tests may limit the recorder's
     if args.ignore_term:
@@ -93,13 +98,7 @@ def main() -> None:
         write_all(1, data[: args.crash_after], 1)
         os._exit(args.exit)
     sender = threading.Thread(target=send, args=(data, args.generate, args.gate))
-    # The signals a test sends must reach the main thread: one taken by the sender would leave
-    # the main thread blocked in its read of stdin with the handler never run (a hung agent).
-    # The sender starts with them blocked, and so keeps them blocked.
-    stops = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
-    signal.pthread_sigmask(signal.SIG_BLOCK, stops)
     sender.start()
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
     if args.stderr:
         write_all(2, open(args.stderr, "rb").read(), 3)  # noqa: SIM115
     read_to_eof(0, args.received)
