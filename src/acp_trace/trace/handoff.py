@@ -2,12 +2,13 @@
 
 A worker writes its rows as Arrow IPC into a file of its own in a private directory of shared
 memory (`/dev/shm`, created 0700 by the parent, each file 0600 and opened with O_EXCL and
-O_NOFOLLOW) and sends back only the file's path; the parent reads the file (polars maps it)
-and unlinks it at once. Through the pool's pipe the same rows cost a pickle, two copies
-through the kernel and an unpickle, most of it on the parent's one thread. Where no such
-directory can be made, or a write fails (a full or small `/dev/shm`), the rows travel as
-bytes as before: the result is the same either way. The directory is removed with whatever is
-left in it when the reading ends, whether it ends well or not.
+O_NOFOLLOW) and sends back only the file's path; the parent reads the file (polars maps it
+and copies the rows into its own memory) and unlinks it at once. Through the pool's pipe
+the same rows cost a pickle, two copies through the kernel and an unpickle, most of it on
+the parent's one thread. Where no such directory can be made, or a write fails (a full or
+small `/dev/shm`), the rows travel as bytes as before: the result is the same either way.
+The directory is removed with whatever is left in it when the reading ends, whether it ends
+well or not.
 """
 
 from __future__ import annotations
