@@ -21,6 +21,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "errors": set(),
     "jsonrpc": set(),
     "files": set(),
+    "processes": set(),
     "trace": set(),
     "record": {"trace.format"},
     "analysis": {"trace"},
@@ -35,7 +36,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "": {"*"},
     "__main__": {"*"},
 }
-SHARED = {"errors", "jsonrpc", "files"}
+SHARED = {"errors", "jsonrpc", "files", "processes"}
 
 
 def _module_name(path: Path) -> str:

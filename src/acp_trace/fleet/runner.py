@@ -16,7 +16,7 @@ from acp_trace.fleet.partition import partition
 from acp_trace.fleet.result import FleetResult, concat
 from acp_trace.fleet.work import Part, analyze_part
 from acp_trace.trace.paths import Found, find_traces
-from acp_trace.trace.pool import die_with_parent, worker_context
+from acp_trace.trace.pool import die_with_parent, worker_context, workers_parent
 from acp_trace.trace.reader import check_roots
 
 Tables = dict[str, pl.DataFrame]
@@ -173,7 +173,7 @@ class _LocalPool(_Executor):
         broke = False
         size = 1 if isolate else self.workers
         context = worker_context(("acp_trace.fleet.work",))
-        parent = os.getpid() if context.get_start_method() == "fork" else None
+        parent = workers_parent(context)
         with ProcessPoolExecutor(
             size, mp_context=context, initializer=die_with_parent, initargs=(parent,)
         ) as pool:

@@ -11,12 +11,10 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 from collections.abc import Callable
 
 from acp_trace.errors import RecordError
-
-PR_SET_PDEATHSIG = 1
+from acp_trace.processes import parent_death_signal
 
 
 def spawn_agent(command: list[str]) -> subprocess.Popen[bytes]:
@@ -38,18 +36,13 @@ def spawn_agent(command: list[str]) -> subprocess.Popen[bytes]:
 
 def _die_with_parent() -> Callable[[], None] | None:
     """A preexec function that sets the parent-death signal (Linux only, else None)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        import ctypes
-
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (ImportError, OSError, AttributeError):
+    set_signal = parent_death_signal()
+    if set_signal is None:
         return None
     parent = os.getpid()
 
     def set_pdeathsig() -> None:
-        prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        set_signal()
         if os.getppid() != parent:  # the tap died before the signal was set
             os.kill(os.getpid(), signal.SIGKILL)
 

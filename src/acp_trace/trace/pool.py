@@ -19,8 +19,6 @@ import multiprocessing as mp
 import os
 import re
 import resource
-import signal
-import sys
 import threading
 from collections import deque
 from collections.abc import Generator, Iterator, Sequence
@@ -33,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from acp_trace.errors import InputError
+from acp_trace.processes import parent_death_signal
 from acp_trace.trace.handoff import handoff_directory, pack, unpack
 from acp_trace.trace.native import out_of_memory
 from acp_trace.trace.paths import Found
@@ -73,7 +72,10 @@ def read_all(found: Sequence[Found], fmt: str | None, workers: int) -> Generator
     with handoff_directory() as directory:
         context = worker_context()
         pool = ProcessPoolExecutor(
-            workers, mp_context=context, initializer=_init, initargs=(directory, _me(context))
+            workers,
+            mp_context=context,
+            initializer=_init,
+            initargs=(directory, workers_parent(context)),
         )
         try:
             yield from _assemble(found, fmt, owners, _in_order(pool, tasks, 2 * workers))
@@ -216,26 +218,20 @@ def _init(directory: str | None, parent: int | None) -> None:
     die_with_parent(parent)
 
 
-PR_SET_PDEATHSIG = 1
-
-
 def die_with_parent(parent: int | None) -> None:
-    """Linux: this process gets SIGKILL when its parent dies, and exits at once if `parent`
-    (when given) is already gone. Without it the workers of a killed pool wait for work
-    forever: each holds the others' end of the pool's queue, so none ever sees it close."""
-    if not sys.platform.startswith("linux"):
+    """This process gets SIGKILL when its parent dies (Linux; `acp_trace.processes`), and
+    exits at once if `parent` (when given) is already gone. Without it the workers of a killed
+    pool wait for work forever: each holds the others' end of the pool's queue, so none ever
+    sees it close."""
+    set_signal = parent_death_signal()
+    if set_signal is None:
         return
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        return
+    set_signal()
     if parent is not None and os.getppid() != parent:
         os._exit(1)
 
 
-def _me(context: Any) -> int | None:
+def workers_parent(context: Any) -> int | None:
     """This process's pid when `context` forks the workers from it (a fork server is their
     parent otherwise: it ends when this process does, and takes its workers with it)."""
     return os.getpid() if context.get_start_method() == "fork" else None
