@@ -8,7 +8,10 @@ import unicodedata
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from acp_trace.render import escape
 from acp_trace.render.escape import csv_cell, csv_safe, json_safe, terminal, terminal_lines
 
 ESCAPED_CATEGORIES = {"Cc", "Cf", "Cs", "Zl", "Zp"}
@@ -107,6 +110,23 @@ def test_csv_safe_treats_text_columns_like_csv_cell() -> None:
     assert safe["number"].to_list() == df["number"].to_list()
 
 
+@pytest.mark.parametrize(
+    ("text", "safe"),
+    [
+        ('{"a": "\x7f"}', '{"a": "\\u007f"}'),  # DEL is ASCII and still escaped
+        ('{"a": "x\x7f"}', '{"a": "x\\u007f"}'),
+        ('{"a": "\x9b"}', '{"a": "\\u009b"}'),  # C1, just beyond ASCII
+        # near misses: ASCII without DEL, and printable text beyond ASCII, stay as they are
+        ('{"a": "~ plain"}', '{"a": "~ plain"}'),
+        ('{"a": "\u00a0é"}', '{"a": "\u00a0é"}'),
+        ("", ""),
+    ],
+)
+def test_json_safe_treats_ascii_like_any_text(text: str, safe: str) -> None:
+    """The ASCII fast path escapes DEL as the full pass does, and keeps the rest unchanged."""
+    assert json_safe(text) == safe
+
+
 def test_json_safe_escapes_without_changing_the_value() -> None:
     """C1, bidi and tag characters become JSON escapes; the decoded value is the same."""
     value = {"session": "a\u202eb\x85c\U000e0041d", "plain": "日本 👍"}
@@ -116,3 +136,23 @@ def test_json_safe_escapes_without_changing_the_value() -> None:
     assert "\\u202e" in safe and "\\udb40\\udc41" in safe
     assert "日本 👍" in safe
     assert json.loads(safe) == value
+
+
+SPECIAL = (
+    "\x00\x1b\t\n\r\x7f\x85\x9b\u00a0\u00ad\u200b\u200d\u202e\u2028\ud83d\udc4d\ufeff\U000e0041é👍"
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(st.sampled_from(SPECIAL) | st.characters(), max_size=40),
+    st.integers(min_value=0, max_value=2),
+)
+def test_long_texts_are_escaped_as_the_regex_alone_escapes_them(tail: str, where: int) -> None:
+    """A text longer than LONG_TEXT (searched in its suspects first) comes out as the class's
+    own substitution makes it, for every escaping function."""
+    pad = "x" * (escape.LONG_TEXT + 1)
+    text = (tail + pad, pad + tail, pad[:2000] + tail + pad[2000:])[where]
+    assert terminal(text) == escape._UNSAFE.sub(escape._escaped, text)
+    assert terminal_lines(text) == escape._UNSAFE_IN_BLOCK.sub(escape._escaped, text)
+    assert json_safe(text) == escape._UNSAFE_IN_JSON.sub(escape._json_escape, text)

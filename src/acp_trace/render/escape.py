@@ -23,6 +23,7 @@ renderer passes trace text through here:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -60,14 +61,38 @@ def _escaped(match: re.Match[str]) -> str:
     return f"\\U{code:08x}"
 
 
+LONG_TEXT = 4096  # longer texts are searched through `_suspects` first
+_PRINTABLE = bytes(range(0x20, 0x7F))  # ASCII no escaping class holds
+_PRINTABLE_BLOCK = _PRINTABLE + b"\t\n"
+_BELOW_DEL = bytes(range(0x7F))  # JSON: C0 is escaped by the encoder already
+
+
+def _suspects(text: str, kept: bytes) -> str:
+    """The characters of `text` other than the ASCII ones in `kept`, in order: all that an
+    escaping class can match. A C loop over the UTF-8 bytes (a character beyond ASCII is all
+    bytes >= 0x80, so what is left still decodes); the regex then reads only that rest, where
+    on the whole text it takes about 10 ns a character."""
+    data = text.encode("utf-8", "surrogatepass").translate(None, kept)
+    return data.decode("utf-8", "surrogatepass")
+
+
+def _escape(
+    text: str, unsafe: re.Pattern[str], kept: bytes, sub: Callable[[re.Match[str]], str]
+) -> str:
+    """`text` with what `unsafe` matches replaced by `sub`; a long text is searched in its
+    suspects first, so one without any is returned at C speed."""
+    probe = _suspects(text, kept) if len(text) > LONG_TEXT else text
+    return text if unsafe.search(probe) is None else unsafe.sub(sub, text)
+
+
 def terminal(text: str) -> str:
     """One value from a trace, safe on a line of terminal output (see the module doc)."""
-    return text if _UNSAFE.search(text) is None else _UNSAFE.sub(_escaped, text)
+    return _escape(text, _UNSAFE, _PRINTABLE, _escaped)
 
 
 def terminal_lines(text: str) -> str:
     """A block of output, safe for a terminal: like `terminal`, but newlines and tabs stay."""
-    return text if _UNSAFE_IN_BLOCK.search(text) is None else _UNSAFE_IN_BLOCK.sub(_escaped, text)
+    return _escape(text, _UNSAFE_IN_BLOCK, _PRINTABLE_BLOCK, _escaped)
 
 
 # ---------------------------------------------------------------- CSV
@@ -120,4 +145,4 @@ def _json_escape(match: re.Match[str]) -> str:
 def json_safe(text: str) -> str:
     """JSON text with every character `terminal` would escape written as a JSON escape (C0 is
     already escaped by any JSON encoder); the JSON value is the same."""
-    return text if _UNSAFE_IN_JSON.search(text) is None else _UNSAFE_IN_JSON.sub(_json_escape, text)
+    return _escape(text, _UNSAFE_IN_JSON, _BELOW_DEL, _json_escape)
