@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -26,6 +26,10 @@ class Analysis:
 
     records: pl.DataFrame
     marker_meta: str | None = None
+    # the checks' context per `schema` setting, kept: the schema pass runs once per Analysis
+    _contexts: dict[bool, checks.Context] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @cached_property
     def timeline(self) -> pl.DataFrame:
@@ -76,7 +80,10 @@ class Analysis:
     ) -> pl.DataFrame:
         """The check findings; `schema=False` skips the JSON Schema validation of messages."""
         check_rule_filter(rules, min_severity)
-        ctx = checks.Context(self.timeline, self.facts, self.turn_facts, self.headers, schema)
+        ctx = self._contexts.get(schema)
+        if ctx is None:
+            ctx = checks.Context(self.timeline, self.facts, self.turn_facts, self.headers, schema)
+            self._contexts[schema] = ctx
         return checks.run_checks(ctx, rules, min_severity)
 
     def traces(self) -> pl.DataFrame:
