@@ -34,21 +34,12 @@ def _mode(path: Path) -> int:
     return stat.S_IMODE(os.lstat(path).st_mode)
 
 
-def test_a_private_file_is_0600_whatever_the_umask(tmp_path: Path, loose_umask: None) -> None:
-    """write_file(private=True) gives 0600 under umask 000 and leaves no temporary file."""
+def test_a_file_is_0600_whatever_the_umask(tmp_path: Path, loose_umask: None) -> None:
+    """write_file gives 0600 under umask 000 (a chart too) and leaves no temporary file."""
     target = write_file(tmp_path / "report.md", "hello")
-    assert target.read_text() == "hello" and _mode(target) == 0o600
-    assert os.listdir(tmp_path) == ["report.md"]
-
-
-def test_a_public_file_follows_the_umask(tmp_path: Path) -> None:
-    """write_file(private=False) gives 0666 minus the umask (a chart holds no contents)."""
-    old = os.umask(0o022)
-    try:
-        target = write_file(tmp_path / "gap.png", b"png", private=False)
-    finally:
-        os.umask(old)
-    assert _mode(target) == 0o644
+    chart = write_file(tmp_path / "gap.png", b"png")
+    assert target.read_text() == "hello" and _mode(target) == _mode(chart) == 0o600
+    assert sorted(os.listdir(tmp_path)) == ["gap.png", "report.md"]
 
 
 def test_a_symlink_at_the_target_is_replaced_not_followed(tmp_path: Path) -> None:

@@ -5,10 +5,10 @@ Every file acp-trace writes (reports, charts, exports, imported traces) goes thr
 - a file is written to a temporary file in the target's directory (created exclusively, so
   nothing planted there is followed) and renamed over the target: a symlink at the target is
   replaced, never written through, and a reader never sees half a file;
-- `private=True` (anything that holds trace contents) gives mode 0600 whatever the umask;
-  `private=False` (a chart, which holds no contents) follows the umask;
-- an output directory (`report -o DIR`) is created with its missing parents, mode 0700 when
-  `private`; a file's directory must exist (`plot -o missing/x.png` is refused);
+- every file is private, mode 0600 whatever the umask: each holds trace contents, or names
+  agents, sessions and timings (a chart), and none lands world-readable;
+- an output directory (`report -o DIR`) is created with its missing parents, mode 0700; a
+  file's directory must exist (`plot -o missing/x.png` is refused);
 - a target of the wrong kind (a directory where a file goes, a file where a directory goes) and
   any OS error are one `OutputError` that names the path.
 
@@ -36,10 +36,10 @@ def wants_directory(target: str | os.PathLike[str]) -> bool:
     return text.endswith(("/", os.sep)) or Path(text).is_dir()
 
 
-def output_dir(target: str | os.PathLike[str], *, private: bool = True) -> Path:
+def output_dir(target: str | os.PathLike[str]) -> Path:
     """The directory `target`, created (with its missing parents) when it does not exist.
 
-    New directories are 0700 when `private`; an existing one is used as it is. A path that
+    New directories are 0700; an existing one is used as it is. A path that
     exists and is not a directory is refused.
     """
     path = Path(target)
@@ -48,9 +48,8 @@ def output_dir(target: str | os.PathLike[str], *, private: bool = True) -> Path:
     try:
         for folder in reversed(missing):
             with suppress(FileExistsError):
-                folder.mkdir(mode=PRIVATE_DIR if private else 0o777)
-                if private:
-                    os.chmod(folder, PRIVATE_DIR)  # whatever the umask
+                folder.mkdir(mode=PRIVATE_DIR)
+                os.chmod(folder, PRIVATE_DIR)  # whatever the umask
     except OSError as exc:
         raise OutputError(f"{path}: cannot create the directory ({_why(exc)})") from exc
     if not path.is_dir():
@@ -76,10 +75,10 @@ def check_file_target(target: str | os.PathLike[str]) -> None:
         raise OutputError(f"{target}: the directory {folder} does not exist")
 
 
-def write_file(target: str | os.PathLike[str], data: bytes | str, *, private: bool = True) -> Path:
+def write_file(target: str | os.PathLike[str], data: bytes | str) -> Path:
     """Write `data` to `target` atomically (temporary file, then rename); see the module doc."""
     payload = data.encode("utf-8") if isinstance(data, str) else data
-    with replacing(target, private=private) as temp:
+    with replacing(target) as temp:
         try:
             with open(temp, "wb") as handle:
                 handle.write(payload)
@@ -89,7 +88,7 @@ def write_file(target: str | os.PathLike[str], data: bytes | str, *, private: bo
 
 
 @contextmanager
-def replacing(target: str | os.PathLike[str], *, private: bool = True) -> Iterator[Path]:
+def replacing(target: str | os.PathLike[str]) -> Iterator[Path]:
     """A temporary path beside `target` for a library to write (a figure, a Parquet file);
     on success it gets its mode and is renamed over `target`, on failure it is removed."""
     path = Path(target)
@@ -103,7 +102,7 @@ def replacing(target: str | os.PathLike[str], *, private: bool = True) -> Iterat
     temp = Path(name)
     try:
         yield temp
-        os.chmod(temp, PRIVATE_FILE if private else 0o666 & ~_umask())
+        os.chmod(temp, PRIVATE_FILE)
         os.replace(temp, path)
     except OSError as exc:
         raise OutputError(f"{path}: cannot write ({_why(exc)})") from exc
@@ -121,12 +120,6 @@ def _check_file_target(path: str) -> None:
             raise OutputError(f"{path}: expected a file for the output, found a directory")
         if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
             raise OutputError(f"{path}: expected a regular file for the output")
-
-
-def _umask() -> int:
-    current = os.umask(0o077)
-    os.umask(current)
-    return current
 
 
 def _why(exc: OSError) -> str:

@@ -103,11 +103,9 @@ def test_the_output_is_checked_before_the_traces_are_read(cli: Cli, tmp_path: Pa
     assert result.err == "acp-trace: README.md: expected a directory for the output, found a file\n"
 
 
-def test_report_is_private_and_its_charts_follow_the_umask(
-    cli: Cli, trace: Path, open_umask: None
-) -> None:
-    """report -o DIR: DIR is 0700, report.md, report.html and replays.csv 0600 (they quote
-    trace text), the charts 0644 under umask 022 (no message contents)."""
+def test_report_is_private_charts_included(cli: Cli, trace: Path, open_umask: None) -> None:
+    """report -o DIR under umask 022: DIR is 0700, report.md, report.html, replays.csv and the
+    charts 0600 (they quote trace text: names, sessions, timings)."""
     result = cli("report", "t.jsonl", "-o", "out")
     out = trace.parent / "out"
     assert result.code == 0
@@ -115,7 +113,7 @@ def test_report_is_private_and_its_charts_follow_the_umask(
     assert _mode(out) == 0o700
     assert _mode(out / "report.md") == _mode(out / "report.html") == 0o600
     assert _mode(out / "replays.csv") == 0o600
-    assert {_mode(out / name) for name in ("gap.png", "replay.png", "latency.png")} == {0o644}
+    assert {_mode(out / name) for name in ("gap.png", "replay.png", "latency.png")} == {0o600}
     again = cli("report", "t.jsonl", "-o", "out")  # re-running into the same folder works
     assert again.code == 0 and sorted(os.listdir(out)) == sorted(
         ["gap.png", "latency.png", "replay.png", "replays.csv", "report.html", "report.md"]
@@ -125,11 +123,16 @@ def test_report_is_private_and_its_charts_follow_the_umask(
 def test_plot_into_a_directory_and_over_a_planted_link(
     cli: Cli, trace: Path, open_umask: None
 ) -> None:
-    """plot -o DIR/ writes DIR/KIND.png (created); a symlink at -o is replaced, not followed."""
+    """plot -o DIR/ writes DIR/KIND.png (DIR made 0700 once the chart is drawn, not by a
+    command that fails); the chart is 0600; a symlink at -o is replaced, not followed."""
+    (trace.parent / "garbage.txt").write_text("no trace here\n")
+    failed = cli("plot", "garbage.txt", "-o", "charts/")
+    assert failed.code == 2 and not (trace.parent / "charts").exists()
     result = cli("plot", "t.jsonl", "--kind", "latency", "-o", "charts/")
     chart = trace.parent / "charts" / "latency.png"
     assert result.code == 0 and result.out == "wrote charts/latency.png\n"
-    assert chart.read_bytes()[:4] == b"\x89PNG" and _mode(chart) == 0o644
+    assert chart.read_bytes()[:4] == b"\x89PNG" and _mode(chart) == 0o600
+    assert _mode(chart.parent) == 0o700
     victim = trace.parent / "victim.txt"
     victim.write_text("keep me")
     (trace.parent / "link.png").symlink_to(victim)

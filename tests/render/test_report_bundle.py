@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import os
 import re
 import stat
+import unicodedata
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -31,6 +31,9 @@ from acp_trace.render.report.document import (
 from acp_trace.render.report.sections import build
 from testpaths import SAMPLES
 from tracebuilder import TraceBuilder
+
+CONTROL = {"Cc", "Cf", "Cs", "Zl", "Zp"}  # what a terminal or a bidi reader acts on
+KEPT = "\n\u200d"  # newlines, and the zero width joiner of emoji sequences
 
 
 def cell(value: float) -> str:
@@ -113,7 +116,7 @@ def test_report_writes_markdown_html_csv_and_three_charts(tmp_path: Path) -> Non
     """report.md names gap.png, replay.png and latency.png beside it in lines that say to drag
     them into the issue (no relative image link, which an issue cannot show); report.html
     embeds the same PNG bytes and loads nothing from outside; replays.csv has every replay;
-    the text files are private, the charts follow the umask."""
+    every file is private, the charts too."""
     a = analyze(good_trace(tmp_path / "good.jsonl"))
     files = write_report(a, tmp_path / "out", command="acp-trace report good.jsonl -o out")
     assert sorted(p.name for p in files.charts) == sorted(CHARTS)
@@ -133,13 +136,9 @@ def test_report_writes_markdown_html_csv_and_three_charts(tmp_path: Path) -> Non
     csv = pl.read_csv(files.csv)
     assert csv.height == a.replays.height
     assert csv["gap_ms"].to_list() == pytest.approx([a_ for a_ in csv["marker_to_response_ms"]])
-    for path in (files.markdown, files.html, files.csv):
+    for path in (files.markdown, files.html, files.csv, *files.charts):
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(files.directory.stat().st_mode) == 0o700
-    umask = os.umask(0)
-    os.umask(umask)
-    for path in files.charts:
-        assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask
 
 
 def test_report_puts_the_key_facts_first_and_the_replay_table_last(tmp_path: Path) -> None:
@@ -356,6 +355,35 @@ def test_hostile_trace_text_is_escaped_in_markdown_and_html(tmp_path: Path) -> N
     assert "script" not in parser.tags
     for rows in parser.rows:
         assert len(set(rows)) == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("\x1b]0;pwned\x07", "\\x1b]0;pwned\\x07"),  # OSC retitle, BEL
+        ("a\x9bb", "a\\x9bb"),  # C1
+        ("abc\u202edef", "abc\\u202edef"),  # right-to-left override
+        ("x\u200by\x00", "x\\u200by\\x00"),  # zero width space, NUL
+        # near misses: printable text of any script, and the joiner of emoji, stay
+        ("日本語 café", "日本語 café"),
+        ("👨\u200d👩", "👨\u200d👩"),
+    ],
+)
+def test_control_characters_are_escapes_in_markdown_and_html(text: str, shown: str) -> None:
+    """Control, bidi and invisible characters from a trace are shown as escapes, as on the
+    terminal, in every kind of block of both renderings; other text is kept."""
+    blocks = [
+        Paragraph(f"p {text}"),
+        Table(["c"], [[f"cell {text}"], [f"@x {text}"]]),
+        Code(f"acp-trace report {text}"),
+    ]
+    md, page = to_markdown(blocks), to_html(blocks, {}, title=text)
+    for rendered in (md, page):
+        assert not [c for c in rendered if unicodedata.category(c) in CONTROL and c not in KEPT]
+    plain = shown.replace("\\", "\\\\").replace("]", "\\]")  # Markdown escapes these too
+    assert f"p {plain}" in md and f"acp-trace report {shown}" in md
+    assert f"<p>p {shown}</p>" in page and f"<title>{shown}</title>" in page
+    assert f"acp-trace report {shown}</code></pre>" in page
 
 
 def test_markdown_escaping_keeps_text_literal() -> None:

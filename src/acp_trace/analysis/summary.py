@@ -55,6 +55,13 @@ def _counts(part: pl.DataFrame, column: str) -> list[dict[str, Any]]:
     return [{"name": n, "count": c} for n, c in counted.iter_rows()]
 
 
+def _dropped(text: str) -> int:
+    """The lines a `dropped` event counts; one when its count is not a non-negative integer
+    (the event says that something was dropped, not how much)."""
+    count = loads(text).get("count")
+    return count if type(count) is int and count >= 0 else 1
+
+
 def _summary_row(trace: str, part: pl.DataFrame, conn: Connection) -> tuple[Any, ...]:
     messages = part.filter(pl.col("kind").is_in(["request", "response", "error", "notification"]))
     t = part["t_ns"].drop_nulls()
@@ -62,14 +69,13 @@ def _summary_row(trace: str, part: pl.DataFrame, conn: Connection) -> tuple[Any,
     lost = int(seqs.max() - seqs.min() + 1 - seqs.len()) if seqs.len() else 0  # type: ignore[operator]
     gaps = int((seqs.diff() > 1).sum()) if seqs.len() > 1 else 0
     events = part.filter(pl.col("kind") == "event")
-    dropped = sum(
-        loads(x).get("count", 0) for x in events.filter(pl.col("event") == "dropped")["text"]
-    )
+    dropped = sum(_dropped(x) for x in events.filter(pl.col("event") == "dropped")["text"])
     errors, kills = _tap_problems(events)
     exits = [loads(x) for x in events.filter(pl.col("event") == "exit")["text"]]
     last_exit = exits[-1] if exits else {}
     header = part.filter(pl.col("kind") == "header")
     timing = loads(header["text"][0]).get("timing", "tap") if header.height else "tap"
+    timing = timing if isinstance(timing, str) else "tap"  # the format's default
     malformed = part.filter(pl.col("kind") == "malformed")["line"].to_list()
     return (
         trace,

@@ -75,6 +75,7 @@ def plot(
     source_format: From = None,
 ) -> None:
     """Draw a chart: the replay gap distribution, one replay's timeline, or latency."""
+    from acp_trace.files import output_dir, wants_directory
     from acp_trace.render import plots
 
     if kind != "replay" and any(v is not None for v in (session, request, trace)):
@@ -85,18 +86,23 @@ def plot(
     a = analyze_paths(traces, marker_meta, source_format)
     pick = plots.Pick(session=session, request=request, trace=trace)
     require_drawable(a, kind, pick)
-    path = plots.save(plots.figure(a, kind, session=session, request=request, trace=trace), target)
+    figure = plots.figure(a, kind, session=session, request=request, trace=trace)
+    if wants_directory(output):  # made only now: a command that fails leaves nothing behind
+        output_dir(output)
+    path = plots.save(figure, target)
     emit(f"wrote {path}\n")
 
 
 def chart_target(output: str, kind: str) -> Path:
     """The chart's file: `output`, or DIR/KIND.png when `output` is a directory (or ends in
-    `/`); checked (suffix, kind of path, its directory) before anything is read."""
-    from acp_trace.files import check_file_target, output_dir, wants_directory
+    `/`); checked (suffix, kind of path, its directory) before anything is read. A missing
+    DIR is made once the chart is drawn."""
+    from acp_trace.files import check_directory_target, check_file_target, wants_directory
     from acp_trace.render.plots import SUFFIXES
 
     if wants_directory(output):
-        return output_dir(output, private=False) / f"{kind}.png"
+        check_directory_target(output)
+        return Path(output) / f"{kind}.png"
     target = Path(output)
     if target.suffix.lower() not in SUFFIXES:
         raise UsageError(f"-o {target}: expected a file name ending in .png or .svg")

@@ -30,6 +30,7 @@ import polars as pl
 from acp_trace.errors import OutputError
 from acp_trace.files import output_dir, replacing
 from acp_trace.render.export import portable
+from acp_trace.trace.format import started_at
 
 if TYPE_CHECKING:
     from acp_trace.analysis.front import Analysis
@@ -74,12 +75,8 @@ def _trace_id(a: Analysis, trace: str, head: dict[str, Any]) -> str:
 
 
 def _day(started: Any) -> Any:
-    if not isinstance(started, str):
-        return None
-    try:
-        return datetime.fromisoformat(started.replace("Z", "+00:00")).astimezone(UTC).date()
-    except ValueError:
-        return None
+    when = started_at(started)
+    return None if when is None else when.date()
 
 
 def dataset_tables(a: Analysis) -> dict[str, pl.DataFrame]:

@@ -25,6 +25,7 @@ import polars as pl
 from acp_trace import __version__
 from acp_trace.analysis.replays import outcome
 from acp_trace.jsonrpc import loads
+from acp_trace.trace.format import started_at
 
 if TYPE_CHECKING:
     from acp_trace.analysis.front import Analysis
@@ -47,6 +48,9 @@ def _attrs(pairs: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"key": k, "value": _value(v)} for k, v in pairs.items() if v is not None]
 
 
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def _id(seed: str, size: int) -> str:
     """A stable id of `size` bytes (hex): never all zeros, which OTLP forbids."""
     digest = hashlib.sha256(seed.encode("utf-8", "surrogatepass")).digest()[:size]
@@ -54,15 +58,12 @@ def _id(seed: str, size: int) -> str:
 
 
 def _epoch_ns(started: Any) -> int | None:
-    if not isinstance(started, str):
+    """The header's start in ns since the Unix epoch; None when it has none, or one before
+    1970 (OTLP's times are unsigned)."""
+    when = started_at(started)
+    if when is None or when < EPOCH:
         return None
-    try:
-        when = datetime.fromisoformat(started.replace("Z", "+00:00")).astimezone(UTC)
-    except ValueError:
-        return None
-    return int((when - datetime(1970, 1, 1, tzinfo=UTC)).total_seconds()) * 10**9 + (
-        when.microsecond * 1000
-    )
+    return int((when - EPOCH).total_seconds()) * 10**9 + when.microsecond * 1000
 
 
 def otlp_document(a: Analysis) -> tuple[dict[str, Any], list[str]]:

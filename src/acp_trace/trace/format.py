@@ -21,6 +21,24 @@ def utc_now_rfc3339() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def header_items(head: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    """The objects of a header's list field (`ambiguous`, `error_code_unknown`): none when
+    the field is missing or not a list, and only the items that are objects."""
+    value = head.get(key)
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+def started_at(value: Any) -> datetime | None:
+    """A header's `started_at` as an aware UTC datetime; None when it is not an RFC 3339
+    time that UTC can hold (a string of another form, a year 1 with an offset east of UTC)."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
+    except (ValueError, OverflowError):
+        return None
+
+
 def encode_header(fields: dict[str, Any]) -> bytes:
     """The header line (with newline): `acp_trace` and `kind` first, then `fields`."""
     head = {"acp_trace": FORMAT_VERSION, "kind": "header", **fields}

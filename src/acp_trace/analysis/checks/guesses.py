@@ -33,6 +33,7 @@ import polars as pl
 
 from acp_trace.analysis.checks.registry import ADJUSTERS, RULES, Context, Finding, rule
 from acp_trace.jsonrpc import CANCEL_METHOD, id_key, loads, other_side
+from acp_trace.trace.format import header_items
 
 PAIRING_RULES = (
     "unanswered-request",
@@ -57,7 +58,7 @@ def guesses(ctx: Context) -> dict[str, list[Guess]]:
     tl = ctx.timeline
     out: dict[str, list[Guess]] = {}
     for trace, head in ctx.headers.items():
-        items = [i for i in head.get("ambiguous") or [] if isinstance(i, dict)]
+        items = header_items(head, "ambiguous")
         seqs = {i.get("seq"): str(i.get("reason")) for i in items if isinstance(i.get("seq"), int)}
         if not seqs:
             continue
@@ -183,8 +184,8 @@ def _untraced_answer(ctx: Context, finding: Finding, sides: list[str] | None) ->
 def import_unknown_error_code(ctx: Context) -> Iterator[Finding]:
     tl = ctx.timeline
     for trace, head in ctx.headers.items():
-        for item in head.get("error_code_unknown") or []:
-            if not isinstance(item, dict) or not isinstance(item.get("seq"), int):
+        for item in header_items(head, "error_code_unknown"):
+            if not isinstance(item.get("seq"), int):
                 continue
             hit = tl.filter(pl.col("trace") == trace, pl.col("seq") == item["seq"])
             if hit.is_empty():

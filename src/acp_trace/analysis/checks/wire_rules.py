@@ -9,6 +9,7 @@ import polars as pl
 
 from acp_trace.analysis.checks.registry import Context, Finding, rule
 from acp_trace.jsonrpc import CANCEL_METHOD, loads, other_side
+from acp_trace.trace.format import header_items
 
 
 @rule(
@@ -144,9 +145,7 @@ def cancel_unanswered(ctx: Context) -> Iterator[Finding]:
 )
 def import_ambiguous_direction(ctx: Context) -> Iterator[Finding]:
     for trace, head in ctx.headers.items():
-        for item in head.get("ambiguous") or []:
-            if not isinstance(item, dict):
-                continue
+        for item in header_items(head, "ambiguous"):
             seq = item.get("seq") if isinstance(item.get("seq"), int) else None
             yield Finding(
                 rule="import-ambiguous-direction",

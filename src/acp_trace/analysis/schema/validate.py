@@ -219,7 +219,7 @@ def _check(version: int, kind: str, src: str, method: str, msg: Any) -> _Verdict
     if method == "initialize" and kind in ("request", "response"):
         named = _part(msg, kind)
         named = named.get("protocolVersion") if isinstance(named, dict) else None
-        version = named if named in VERSIONS else 0
+        version = named if type(named) is int and named in VERSIONS else 0  # not True, 2.0
     tried: list[_Verdict] = []
     for v in (version,) if version else (2, 1):
         type_name = schema(v).type_for(kind, src, method)

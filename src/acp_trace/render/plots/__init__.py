@@ -92,14 +92,14 @@ def save(fig: Figure, path: str | os.PathLike[str]) -> Path:
     """Write a figure as PNG or SVG (by the file's suffix), 1200 px wide for PNG.
 
     Written through `acp_trace.files` (a temporary file renamed over the target: a symlink
-    there is replaced, not followed); a chart holds no message contents, so it follows the
-    umask. The directory must exist."""
+    there is replaced, not followed), private (0600) like every output: a chart holds no
+    message contents, but it names agents, sessions and timings. The directory must exist."""
     out = Path(path)
     suffix = out.suffix.lower()
     if suffix not in SUFFIXES:
         raise UsageError(f"{out}: the output must end in .png or .svg")
     metadata = {"Date": None} if suffix == ".svg" else {}
-    with replacing(out, private=False) as temp:  # a chart holds no message contents
+    with replacing(out) as temp:
         fig.savefig(temp, format=suffix[1:], dpi=DPI, metadata=metadata)
     return out
 

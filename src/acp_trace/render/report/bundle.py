@@ -66,14 +66,14 @@ def write_report(
     a: Analysis, out_dir: str | os.PathLike[str], *, command: str | None = None
 ) -> ReportFiles:
     """Write report.md, report.html, replays.csv and the charts of an analysis into `out_dir`."""
-    out = output_dir(out_dir, private=True)
+    out = output_dir(out_dir)
     charts = [plots.save(plots.figure(a, kind), out / name) for name, kind in CHARTS.items()]
-    markdown = write_file(out / "report.md", markdown_report(a, command), private=True)
+    markdown = write_file(out / "report.md", markdown_report(a, command))
     images = {path.name: path.read_bytes() for path in charts}
     page = to_html(build_blocks(a, command, html=True), images, TITLE)
-    html = write_file(out / "report.html", page, private=True)
+    html = write_file(out / "report.html", page)
     table = frame(_csv_frame(context(a, HTML)), "csv")
-    csv = write_file(out / "replays.csv", table, private=True)
+    csv = write_file(out / "replays.csv", table)
     return ReportFiles(out, markdown, html, csv, charts)
 
 

@@ -1,6 +1,8 @@
 """A small document model (headings, paragraphs, tables, images, code) with Markdown and HTML
 renderings. Blocks hold plain text only; the renderers escape all of it, so text that comes
-from a trace can neither break a table nor inject markup.
+from a trace can neither break a table nor inject markup, and control, bidi and invisible
+characters are shown as escapes (`\x1b`, `\u202e`), as on the terminal (`render.escape`):
+a report read with `cat` or pasted into an issue shows what the trace held.
 
 Markdown is written for GitHub, where a report is pasted into an issue: markup characters are
 backslash-escaped, `<`, `>` and `&` become entities (no raw HTML), and words GitHub would turn
@@ -16,6 +18,8 @@ import base64
 import html
 import re
 from dataclasses import dataclass, field
+
+from acp_trace.render.escape import terminal, terminal_lines
 
 # Markdown: characters that could start emphasis, code, links, images, tables, headings or
 # strikethrough.
@@ -78,7 +82,7 @@ def md_text(text: str, *, table: bool = False) -> str:
     """Plain text as Markdown that shows exactly that text, on one line: no markup, no HTML,
     nothing live (words GitHub would link or mention are code spans). In a table cell
     (`table`) a `|` inside a code span is escaped too, as GitHub tables need."""
-    one_line = " ".join(text.splitlines()) if text else ""
+    one_line = terminal(" ".join(text.splitlines())) if text else ""
     words = re.split(r"(\s+)", one_line)
     out = []
     for word in words:
@@ -106,6 +110,7 @@ def _md_plain(text: str) -> str:
 
 def md_code_span(text: str, *, table: bool = False) -> str:
     """`text` as a code span: literal, never linked; the fence outgrows any run of backticks."""
+    text = terminal(text)
     longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
     fence = "`" * (longest + 1)
     padded = f" {text} " if text.startswith(("`", " ")) or text.endswith(("`", " ")) else text
@@ -127,7 +132,7 @@ def _md_table(t: Table) -> list[str]:
 def _md_code(text: str) -> list[str]:
     longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
-    return [fence + "sh", text.replace("\r", ""), fence]
+    return [fence + "sh", terminal_lines(text.replace("\r", "")), fence]
 
 
 def to_markdown(blocks: list[Block]) -> str:
@@ -167,7 +172,7 @@ CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 
 
 def _h(text: str) -> str:
-    return html.escape(text, quote=True)
+    return html.escape(terminal(text), quote=True)
 
 
 def _html_table(t: Table) -> str:
@@ -199,7 +204,7 @@ def _html_block(b: Block, images: dict[str, bytes]) -> str:
             return f"<p>{_h(b.alt)} (chart not available)</p>"
         src = "data:image/png;base64," + base64.b64encode(data).decode("ascii")
         return f'<p><img alt="{_h(b.alt)}" src="{src}"></p>'
-    return f"<pre><code>{_h(b.text)}</code></pre>"
+    return f"<pre><code>{html.escape(terminal_lines(b.text), quote=True)}</code></pre>"
 
 
 def to_html(blocks: list[Block], images: dict[str, bytes], title: str) -> str:

@@ -16,6 +16,7 @@ each become one trace; legs between proxies and MCP-over-ACP events are counted,
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,8 @@ from acp_trace.trace.importers._common import TraceBuilder, Unparsed, id_text, n
 TYPES = ("request", "response", "notification")
 _OLD_PROXY = re.compile(r"proxy:(\d+)")
 _NEW_PROXY = re.compile(r"Proxy\((\d+)\)")
+
+INT64_LIMIT = 2**63  # a record's t_ns is a signed 64-bit integer
 
 
 def is_event(value: Any) -> bool:
@@ -118,7 +121,9 @@ class _Converter:
     def _t_ns(self, ts: Any) -> int | None:
         if self.ts0 is None or not isinstance(ts, int | float) or isinstance(ts, bool):
             return None
-        return round((ts - self.ts0) * 1e9)
+        t_ns = (ts - self.ts0) * 1e9
+        # beyond 64 bits (or infinite: `1e308` and `-1e308`) the source time says nothing
+        return round(t_ns) if math.isfinite(t_ns) and abs(t_ns) < INT64_LIMIT else None
 
 
 def _message(event: dict[str, Any]) -> dict[str, Any] | str:

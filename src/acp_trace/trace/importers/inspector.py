@@ -95,7 +95,8 @@ def _frame(builders: dict[str, TraceBuilder], value: Any, at0: int | None) -> st
         return "not JSON"
     if not is_frame(value):
         return "not a frame record"
-    src = SIDES.get(value["direction"])
+    direction = value["direction"]
+    src = SIDES.get(direction) if isinstance(direction, str) else None
     if src is None:
         return f"unknown direction {value['direction']!r}"
     if value.get("encoding", "utf8") != "utf8":

@@ -111,7 +111,7 @@ class Directions:
         side = method_sender(method) if isinstance(method, str) else None
         if side is not None:
             return side, None
-        if method in EITHER_SIDE:
+        if isinstance(method, str) and method in EITHER_SIDE:
             return None, f"{method} is sent by both sides"
         return None, f"unknown method {method!r}"
 
