@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import acp_trace
 from acp_trace.analysis.summary import summarize
 from acp_trace.render.report import format_summary
@@ -77,3 +79,26 @@ def test_control_characters_in_a_message_never_reach_the_terminal(tmp_path: Path
     text = format_summary(summarize(acp_trace.read_trace(tmp_path / "t.jsonl")))
     assert "\x1b" not in text and "\x07" not in text
     assert "bad \\x1b]0;owned\\x07 name" in text
+
+
+@pytest.mark.parametrize(
+    ("count", "dropped"),
+    [
+        (3, 3),
+        (0, 0),
+        # near misses: no count an integer >= 0 still says something was dropped
+        ("many", 1),
+        (-2, 1),
+        (2.5, 1),
+        (True, 1),
+        (None, 1),
+        ([3], 1),
+    ],
+)
+def test_a_dropped_count_that_is_no_count_counts_one(
+    tmp_path: Path, count: object, dropped: int
+) -> None:
+    """A `dropped` event adds its count; one whose count is no integer >= 0 adds one."""
+    assert (
+        recorded(tmp_path, ("dropped", {"count": count, "stream": "agent"}))["dropped"] == dropped
+    )

@@ -1,0 +1,161 @@
+"""Odd JSON values in any field of a trace, or of a capture an importer reads, never crash the
+analysis: every table, every finding and every rendering is made (or the input is refused with
+one InputError), whatever type or size the field holds."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import acp_trace
+from acp_trace.analysis.summary import summarize
+from acp_trace.errors import InputError
+from acp_trace.render.dataset import dataset_tables
+from acp_trace.render.export import tables
+from acp_trace.render.otlp import otlp_document
+from acp_trace.render.report import check_output, format_summary, frame
+from acp_trace.render.report.bundle import markdown_report
+from acp_trace.trace import importers
+from acp_trace.trace.reader import skipped_inputs
+from testpaths import DATA
+from tracebuilder import TraceBuilder
+
+ODD = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=6),
+    st.sampled_from(
+        [10**30, 1e308, -1e308, 2.0, -0.0, "", "2", "x\x1b[2J", [], {}, [1, "a"], {"a": None}]
+    ),
+)
+HEADER_KEYS = (
+    "ambiguous", "error_code_unknown", "timing", "unconverted", "started_at", "pid",
+    "command", "cwd", "connection", "dropped", "missing_frames",
+)  # fmt: skip
+
+
+def base_trace() -> list[Any]:
+    """A v2 trace with a marked resume, a prompt turn, an error, stderr and tap events."""
+    b = TraceBuilder()
+    rid = b.resume("s")
+    b.history("s", 2)
+    b.marker("s")
+    b.response(rid, {})
+    pid = b.request("session/prompt", {"sessionId": "s", "prompt": [{"type": "text", "text": "hi"}]})
+    b.update("s", "agent_message_chunk", content={"type": "text", "text": "yes"})
+    b.response(pid, {"stopReason": "end_turn"})
+    b.error(b.request("session/load", {"sessionId": "t", "cwd": "/", "mcpServers": []}), -32603)
+    b.text("stderr", "phase: sdk-initialize")
+    b.event("dropped", count=2, stream="agent")
+    b.event("exit", code=0, signal=None)
+    return [json.loads(line) for line in b.lines]
+
+
+def paths(value: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    """Every path into a JSON value (object keys and list indexes), the value's own first."""
+    if prefix:
+        yield prefix
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from paths(item, (*prefix, index))
+
+
+def replaced(value: Any, path: tuple[Any, ...], new: Any) -> Any:
+    """`value` with the item at `path` set to `new` (a copy; a missing key is added)."""
+    if not path:
+        return new
+    if isinstance(value, dict):
+        return {**value, path[0]: replaced(value.get(path[0]), path[1:], new)}
+    copy = list(value)
+    copy[path[0]] = replaced(copy[path[0]], path[1:], new)
+    return copy
+
+
+def every_output(path: Path) -> None:
+    """Make every table, the findings and every rendering of one input, as the CLI would."""
+    try:
+        a = acp_trace.analyze(path)
+    except InputError:
+        return  # the input is no trace any more: refused in one line, as it should be
+    found = a.findings()
+    _ = a.replays, a.turns, a.gap_phases, a.latency("method"), a.latency("agent"), a.untimed()
+    format_summary(summarize(a.records), skipped_inputs(a.records))
+    for fmt in ("text", "json", "junit"):
+        check_output(a, found, fmt)
+    frame(a.replays, "json")
+    frame(a.replays, "csv")
+    tables(a)
+    otlp_document(a)
+    dataset_tables(a)
+    markdown_report(a, "acp-trace report t.jsonl")
+
+
+BASE = base_trace()
+SETTINGS = settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+
+@SETTINGS
+@given(data=st.data(), new=ODD)
+def test_any_field_of_a_trace_may_hold_any_value(
+    tmp_path: Path, data: st.DataObject, new: Any
+) -> None:
+    """One field of a header, record or message (or a header field the importers write) set
+    to an odd value: every output is still made."""
+    index = data.draw(st.integers(min_value=0, max_value=len(BASE) - 1), label="record")
+    record = BASE[index]
+    choices = list(paths(record)) + ([(key,) for key in HEADER_KEYS] if index == 0 else [])
+    path = data.draw(st.sampled_from(choices), label="path")
+    lines = [*BASE[:index], replaced(record, path, new), *BASE[index + 1 :]]
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    every_output(trace)
+
+
+CAPTURES = sorted(p for p in (DATA / "imports").iterdir() if p.suffix != ".json")
+
+
+@SETTINGS
+@given(data=st.data(), new=ODD)
+@pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: p.name)
+def test_any_field_of_a_capture_may_hold_any_value(
+    tmp_path: Path, capture: Path, data: st.DataObject, new: Any
+) -> None:
+    """One field of one line of an importer's sample set to an odd value: the capture is
+    converted (or refused with InputError) and every output of the result is made."""
+    lines = capture.read_text().splitlines()
+    parsed = [(i, value) for i, line in enumerate(lines) if (value := _json(line)) is not None]
+    index, value = data.draw(st.sampled_from(parsed), label="line")
+    choices = list(paths(value))
+    if not choices:
+        return
+    path = data.draw(st.sampled_from(choices), label="path")
+    separator = "\x1e" if lines[index].startswith("\x1e") else ""  # JSON text sequences
+    lines[index] = separator + json.dumps(replaced(value, path, new))
+    mutated = tmp_path / capture.name
+    mutated.write_text("\n".join(lines) + "\n")
+    try:
+        importers.convert(mutated, mutated.read_bytes())
+    except InputError:
+        return
+    every_output(mutated)
+
+
+def _json(line: str) -> Any:
+    """A line's JSON value (after a record separator), or None when it holds none."""
+    try:
+        return json.loads(line.lstrip("\x1e"))
+    except ValueError:
+        return None
