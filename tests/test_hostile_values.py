@@ -49,7 +49,9 @@ def base_trace() -> list[Any]:
     b.history("s", 2)
     b.marker("s")
     b.response(rid, {})
-    pid = b.request("session/prompt", {"sessionId": "s", "prompt": [{"type": "text", "text": "hi"}]})
+    pid = b.request(
+        "session/prompt", {"sessionId": "s", "prompt": [{"type": "text", "text": "hi"}]}
+    )
     b.update("s", "agent_message_chunk", content={"type": "text", "text": "yes"})
     b.response(pid, {"stopReason": "end_turn"})
     b.error(b.request("session/load", {"sessionId": "t", "cwd": "/", "mcpServers": []}), -32603)
