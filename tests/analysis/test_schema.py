@@ -613,3 +613,25 @@ def test_shapes_keep_validity_of_any_message() -> None:
             assert _same_validity(text, shape, validators)
 
     check()
+
+
+@pytest.mark.parametrize(
+    ("named", "severities"),
+    [
+        (True, ["warning", "warning"]),  # names no version (True == 1 in Python): both tried
+        ("2", ["warning", "warning"]),
+        (2.0, []),  # no version either; valid under v1, where JSON Schema's 2.0 is an integer
+        # near misses: versions the schema has, checked against that one alone
+        (2, ["error"]),
+        (1, []),
+    ],
+)
+def test_initialize_names_a_version_only_with_an_integer(
+    tmp_path: Path, named: Any, severities: list[str]
+) -> None:
+    """An initialize whose protocolVersion is a boolean, a string or a float is checked as
+    one with no version (against v1 and v2; it crashed, looking for a schema `vTrue`)."""
+    b = TraceBuilder(protocol=None)
+    b.request("initialize", {"protocolVersion": named, "clientCapabilities": {}})
+    found = acp_trace.check(b.write(tmp_path / "t.jsonl"), rules=["schema-invalid"])
+    assert found["severity"].to_list() == severities

@@ -116,3 +116,29 @@ def test_untimed_traces_are_left_out(tmp_path: Path) -> None:
     )
     doc, left_out = otlp_document(acp_trace.analyze(path))
     assert doc == {"resourceSpans": []} and left_out == [str(path)]
+
+
+@pytest.mark.parametrize(
+    ("started", "exported"),
+    [
+        ("1969-12-31T23:59:59Z", False),  # before the epoch: OTLP times are unsigned
+        ("0001-01-01T00:00:00+01:00", False),  # a time UTC cannot hold (an OverflowError)
+        ("9999-12-31T23:59:59-01:00", False),
+        ("not a time", False),
+        # near misses: the epoch itself, and an ordinary start
+        ("1970-01-01T00:00:00Z", True),
+        ("2026-11-30T10:00:00Z", True),
+    ],
+)
+def test_a_start_no_span_can_hold_leaves_the_trace_out(
+    tmp_path: Path, started: str, exported: bool
+) -> None:
+    """A trace whose start is before 1970 or beyond what UTC holds is named as left out."""
+    b = TraceBuilder()
+    head = json.loads(b.lines[0])
+    b.lines[0] = json.dumps({**head, "started_at": started}).encode()
+    path = b.write(tmp_path / "t.jsonl")
+    doc, left_out = otlp_document(acp_trace.analyze(path))
+    assert (len(doc["resourceSpans"]), left_out) == ((1, []) if exported else (0, [str(path)]))
+    if exported:
+        parse(doc)

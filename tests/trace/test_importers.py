@@ -942,3 +942,74 @@ def test_acpx_own_lines_go_to_the_header() -> None:
         "error": {"code": -32002, "message": "no session", "data": {"acpxCode": "NO_SESSION"}},
     }
     assert acpx.is_own(report) and not acpx.is_own({**report, "id": 3})  # fmt: skip
+
+
+# ---------------------------------------------------------------- odd values in a capture
+
+
+@pytest.mark.parametrize(
+    ("method", "reason"),
+    [
+        ({"a": 1}, "unknown method {'a': 1}"),
+        (["session/prompt"], "unknown method ['session/prompt']"),
+        # near misses: a method string, known or not
+        ("x/unknown", "unknown method 'x/unknown'"),
+    ],
+)
+def test_a_bare_method_that_is_no_string_is_an_unknown_method(
+    tmp_path: Path, method: Any, reason: str
+) -> None:
+    """A bare message whose method is an object or a list is converted, its direction a
+    guess that says the method is unknown (it was a crash: an object cannot be looked up)."""
+    lines = _bare(tmp_path, [{"jsonrpc": "2.0", "method": method}])
+    assert lines[0]["ambiguous"][0]["reason"] == reason
+
+
+@pytest.mark.parametrize(
+    ("direction", "problem"),
+    [
+        ({"x": 1}, "unknown direction {'x': 1}"),
+        (["client -> agent"], "unknown direction ['client -> agent']"),
+        # near miss: a direction the format names
+        ("client -> agent", None),
+    ],
+)
+def test_an_inspector_direction_that_is_no_string_is_unknown(
+    tmp_path: Path, direction: Any, problem: str | None
+) -> None:
+    """A frame whose direction is an object or a list is left unconverted, said why."""
+    head = {"type": "header", "format": "acp-inspector-trace", "version": 1}
+    frame = {"connection": "c", "direction": direction, "encoding": "utf8",
+             "frame": json.dumps(_req("initialize", 1))}  # fmt: skip
+    good = {**frame, "direction": "agent -> client"}
+    path = tmp_path / "bridge.jsonl"
+    path.write_text("".join(json.dumps(v) + "\n" for v in (head, good, frame)))
+    (lines,) = _convert(path).values()
+    assert lines[1]["src"] == "agent"
+    assert lines[2].get("message") == problem
+    assert (lines[2].get("src") == "client") is (problem is None)
+
+
+@pytest.mark.parametrize(
+    ("ts", "t_ns"),
+    [
+        (1e308, None),  # beyond 64 bits of nanoseconds: no time
+        (-1e308, None),
+        (9.3e9, None),  # 9.3e18 ns from the first event: past 2**63
+        # near misses: times a record can hold
+        (9.2e9, 9_200_000_000_000_000_000 - 12_300_000),
+        (0.5, 500_000_000 - 12_300_000),
+    ],
+)
+def test_conductor_times_beyond_64_bits_are_no_times(
+    tmp_path: Path, ts: float, t_ns: int | None
+) -> None:
+    """A conductor event's time that the trace's 64-bit nanoseconds cannot hold is recorded
+    without a time (it was an OverflowError for 1e308); others keep theirs."""
+    first = {"type": "notification", "ts": 0.0123, "protocol": "acp", "from": "client",
+             "to": "agent", "method": "x/a", "params": {}}  # fmt: skip
+    path = tmp_path / "c.jsons"
+    path.write_text(json.dumps(first) + "\n" + json.dumps({**first, "ts": ts}) + "\n")
+    (lines,) = _convert(path).values()
+    assert lines[1]["t_ns"] == 0
+    assert lines[2]["t_ns"] == (None if t_ns is None else pytest.approx(t_ns, rel=1e-12))
