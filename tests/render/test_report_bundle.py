@@ -6,18 +6,22 @@ import base64
 import dataclasses
 import re
 import stat
+import subprocess
+import sys
 import unicodedata
 from html.parser import HTMLParser
 from pathlib import Path
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from acp_trace import analyze
 from acp_trace.cli import app
 from acp_trace.render.plots._common import ms
-from acp_trace.render.report import bundle
+from acp_trace.render.report import bundle, document
 from acp_trace.render.report.bundle import CHARTS, MARKDOWN_LIMIT, markdown_report, write_report
 from acp_trace.render.report.context import HTML, MARKDOWN, context
 from acp_trace.render.report.document import (
@@ -489,3 +493,25 @@ def test_cli_report_records_the_command_and_says_where(tmp_path: Path) -> None:
     assert str(out / "report.md") in result.output
     assert (out / "report.html").is_file()
     assert "acp-trace report" in (out / "report.md").read_text()
+
+
+# The plain form of the scheme alternative of the live-word pattern (quadratic in a long word).
+PLAIN_LIVE = re.compile(r"@|[a-z][a-z0-9+.-]*:/|(^|\W)www\.|(^|[\s\w/.-])#\d", re.IGNORECASE)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(st.sampled_from("aZ1.-+:/ x@#w_"), max_size=20))
+def test_the_linear_live_pattern_finds_what_the_plain_one_finds(text: str) -> None:
+    """A word is live for the linear pattern exactly when it is for the plain one."""
+    assert bool(document._LIVE.search(text)) == bool(PLAIN_LIVE.search(text))
+
+
+def test_a_very_long_word_is_escaped_in_linear_time(tmp_path: Path) -> None:
+    """A 300 KB session id (one word) goes into the Markdown at once; the plain pattern read
+    it again from every character (108 s for 100 KB, about 16 minutes for this one). Run in
+    a process of its own, whose generous timeout only guards against that hang."""
+    code = (
+        "from acp_trace.render.report.document import md_text\n"
+        "assert md_text('x' * 300_000 + ' 1a2b:/c') == 'x' * 300_000 + ' `1a2b:/c`'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

@@ -26,7 +26,10 @@ from acp_trace.render.escape import terminal, terminal_lines
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~#!])")
 _MD_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 # Words that GitHub makes live: mentions, e-mail addresses, URLs, www. links, issue references.
-_LIVE = re.compile(r"@|[a-z][a-z0-9+.-]*:/|(^|\W)www\.|(^|[\s\w/.-])#\d", re.IGNORECASE)
+# (A scheme is tried only where a run of scheme characters starts: linear in a long word.)
+_LIVE = re.compile(
+    r"@|(?<![a-z0-9+.-])[0-9+.-]*+[a-z][a-z0-9+.-]*:/|(^|\W)www\.|(^|[\s\w/.-])#\d", re.IGNORECASE
+)
 _PUNCTUATION = "()[]{}\"',.;:!?"  # around a live word, kept out of its code span
 # At the start of a line: a list item (`- x`, `+ x`, `1. x`) or a block quote.
 _LINE_START = re.compile(r"^(?:[-+](?=\s|$)|\d+(?=[.)](?:\s|$)))")
