@@ -58,3 +58,22 @@ def test_a_long_run_without_a_url_is_read_in_linear_time() -> None:
         "assert secrets.scrub_words(['agent', word])[1].endswith('!b://u:<redacted>@h')\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(st.sampled_from(" \t\"\\'ab="), max_size=24))
+def test_shell_words_are_the_spans_of_the_plain_pattern(text: str) -> None:
+    """The words of a line are those `finditer` gives (quotes open, closed, escaped)."""
+    assert secrets._shell_spans(text) == [m.span() for m in secrets._SHELL_WORD.finditer(text)]
+
+
+def test_a_quote_left_open_is_read_in_linear_time() -> None:
+    """600 KB of `\\"` (a quote left open, then every `"` escaped) is read at once, and the
+    flag before it still redacted; trying each `"` as a quote again took 71 s for 60 KB. Run
+    in a process of its own, whose generous timeout only guards against that hang."""
+    code = (
+        "from acp_trace.record import secrets\n"
+        "line = '--token=x ' + '\\\\\"' * 300_000\n"
+        "assert secrets.scrub_text(line).startswith('--token=<redacted> ')\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

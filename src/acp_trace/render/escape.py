@@ -99,7 +99,8 @@ def terminal_lines(text: str) -> str:
 
 FORMULA_START = "=+-@\t\r"
 # A cell a spreadsheet reads as a number (so a leading sign is no formula). ASCII digits only.
-NUMBER = r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$"
+# (Unambiguous: `[0-9]+\.?[0-9]*` split a run of digits every way before failing on a long one.)
+NUMBER = r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$"
 _NUMBER = re.compile(NUMBER)
 _FORMULA = "^[=+\\-@\\t\\r]"
 
