@@ -1,5 +1,7 @@
 """The bytes of trace format v1 (docs/trace-format.md): encoding the header, records and tap
-events for the writer, and finding a record's `msg` text exactly as it was written."""
+events for the writer, finding a record's `msg` text exactly as it was written, and reading
+the header fields whose type a hand-written header may get wrong (`header_items`,
+`started_at`: a wrong type reads as absent)."""
 
 from __future__ import annotations
 
