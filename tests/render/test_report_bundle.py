@@ -515,3 +515,22 @@ def test_a_very_long_word_is_escaped_in_linear_time(tmp_path: Path) -> None:
         "assert md_text('x' * 300_000 + ' 1a2b:/c') == 'x' * 300_000 + ' `1a2b:/c`'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_a_huge_id_is_cut_in_every_sentence_of_the_markdown(tmp_path: Path) -> None:
+    """A 100 KB session id, agent name and request id are cut in the middle in the headline
+    and the slowest-replay sentence too, so report.md stays under GitHub's limit; the HTML
+    page keeps them whole."""
+    huge = "x" * 100_000
+    b = TraceBuilder(agent="a" * 100_000)
+    rid = b.resume(huge)
+    b.history(huge, 1)
+    b.marker(huge)
+    b.state(huge)
+    b.response(rid, dt=10)
+    a = analyze(b.write(tmp_path / "t.jsonl"))
+    md = markdown_report(a)
+    assert len(md) < MARKDOWN_LIMIT
+    assert max(len(line) for line in md.splitlines()) < 2_000
+    files = write_report(a, tmp_path / "out")
+    assert huge in files.html.read_text()

@@ -166,8 +166,8 @@ def headline(ctx: Context) -> str:
         return "No replaying session/resume or session/load in these traces."
     if a.replays.height == 1:
         r = a.replays.row(0, named=True)
-        who = agent_name(r["agent"], r["agent_version"])
-        text = f"1 replay: {r['method']} by {who}, outcome {r['outcome']}"
+        who = ctx.cell(agent_name(r["agent"], r["agent_version"]))
+        text = f"1 replay: {ctx.cell(r['method'])} by {who}, outcome {r['outcome']}"
         if gaps.height:
             g = gaps.row(0, named=True)
             since = "the marker" if g["source"] == MARKER else "the last history update (no marker)"
@@ -183,6 +183,6 @@ def headline(ctx: Context) -> str:
     )
     if gaps.height:
         g = gaps.sort("gap_ms", descending=True).row(0, named=True)
-        who = agent_name(g["agent"], g["agent_version"])
+        who = ctx.cell(agent_name(g["agent"], g["agent_version"]))
         text += f"; the longest gap {ms(g['gap_ms'])} ({who})"
     return text + "."

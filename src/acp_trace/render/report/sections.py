@@ -83,8 +83,9 @@ def slowest(ctx: Context) -> list[Block]:
         return []
     r = timed.sort("response_ms", descending=True).row(0, named=True)
     text = (
-        f"The replay with the longest response ({ms(r['response_ms'])}): {r['method']} of "
-        f"session {r['session']} (request id {r['request_id']}) in {ctx.trace(r['trace'])}. "
+        f"The replay with the longest response ({ms(r['response_ms'])}): {ctx.cell(r['method'])}"
+        f" of session {ctx.cell(r['session'])} (request id {ctx.cell(r['request_id'])}) in "
+        f"{ctx.cell(ctx.trace(r['trace']))}. "
         "Another one: acp-trace plot TRACE -o replay.png --kind replay --session ID."
     )
     return [
