@@ -19,8 +19,9 @@ from acp_trace.errors import InputError
 from acp_trace.render.dataset import dataset_tables
 from acp_trace.render.export import tables
 from acp_trace.render.otlp import otlp_document
-from acp_trace.render.report import check_output, format_summary, frame
+from acp_trace.render.report import check_output, format_summary, format_timeline, frame
 from acp_trace.render.report.bundle import markdown_report
+from acp_trace.render.report.tables import replays_table, table, to_text
 from acp_trace.trace import importers
 from acp_trace.trace.reader import skipped_inputs
 from testpaths import DATA
@@ -95,6 +96,9 @@ def every_output(path: Path) -> None:
     format_summary(summarize(a.records), skipped_inputs(a.records))
     for fmt in ("text", "json", "junit"):
         check_output(a, found, fmt)
+    format_timeline(a.timeline, a.facts.windows)
+    to_text(replays_table(a.replays, None, wide=False, width=80, untimed=a.untimed()), 80)
+    to_text(table(a.latency("method"), fold=("method", "agent", "trace"), width=80), 80)
     frame(a.replays, "json")
     frame(a.replays, "csv")
     tables(a)
