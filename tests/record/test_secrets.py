@@ -46,10 +46,10 @@ def test_urls_lose_their_password_wherever_their_scheme_starts(text: str, scrubb
 
 
 def test_a_long_run_without_a_url_is_read_in_linear_time() -> None:
-    """A run of scheme characters with a URL only after it is scrubbed at once: a 60 KB
-    stderr line, a 1 MB argument of the agent's command. The plain pattern read the run
-    again from every character: 4 to 7 s for the line, half an hour for the argument. Run in
-    a process of its own, whose generous timeout only guards against that hang."""
+    """A run of scheme characters with a URL only after it (a 60 KB stderr line, a 1 MB
+    argument) is scrubbed at once, in a process whose timeout only guards against a hang."""
+    # the plain pattern read the run again from every character: 4 to 7 s for the line,
+    # about half an hour for the argument
     code = (
         "from acp_trace.record import secrets\n"
         "line = 'a1' * 30000 + '!b://u:p@h'\n"
@@ -68,9 +68,9 @@ def test_shell_words_are_the_spans_of_the_plain_pattern(text: str) -> None:
 
 
 def test_a_quote_left_open_is_read_in_linear_time() -> None:
-    """600 KB of `\\"` (a quote left open, then every `"` escaped) is read at once, and the
-    flag before it still redacted; trying each `"` as a quote again took 71 s for 60 KB. Run
-    in a process of its own, whose generous timeout only guards against that hang."""
+    """600 KB of `\\"` after a flag (a quote left open, every later `"` escaped) is read at
+    once and the flag still redacted, in a process whose timeout only guards against a hang."""
+    # trying each `"` as a quote again took 71 s for 60 KB
     code = (
         "from acp_trace.record import secrets\n"
         "line = '--token=x ' + '\\\\\"' * 300_000\n"

@@ -171,9 +171,9 @@ def test_the_number_pattern_takes_what_the_ambiguous_one_took(text: str) -> None
 
 
 def test_a_long_run_of_digits_is_checked_in_linear_time() -> None:
-    """`-` and 200,000 digits then a letter is a formula cell, found at once (the ambiguous
-    pattern tried every split of the digits: 12.5 s for 20,000). Run in a process of its
-    own, whose generous timeout only guards against that hang."""
+    """`-`, 200,000 digits and a letter are found a formula cell at once, in a process whose
+    timeout only guards against a hang."""
+    # the ambiguous pattern tried every split of the digits: 12.5 s for 20,000
     code = (
         "from acp_trace.render.escape import csv_cell\n"
         "cell = '-' + '1' * 200_000 + 'x'\n"

@@ -507,9 +507,9 @@ def test_the_linear_live_pattern_finds_what_the_plain_one_finds(text: str) -> No
 
 
 def test_a_very_long_word_is_escaped_in_linear_time(tmp_path: Path) -> None:
-    """A 300 KB session id (one word) goes into the Markdown at once; the plain pattern read
-    it again from every character (108 s for 100 KB, about 16 minutes for this one). Run in
-    a process of its own, whose generous timeout only guards against that hang."""
+    """A 300 KB session id (one word) goes into the Markdown at once, in a process whose
+    timeout only guards against a hang."""
+    # the plain pattern read the word again from every character: 108 s for 100 KB
     code = (
         "from acp_trace.render.report.document import md_text\n"
         "assert md_text('x' * 300_000 + ' 1a2b:/c') == 'x' * 300_000 + ' `1a2b:/c`'\n"
@@ -518,9 +518,8 @@ def test_a_very_long_word_is_escaped_in_linear_time(tmp_path: Path) -> None:
 
 
 def test_a_huge_id_is_cut_in_every_sentence_of_the_markdown(tmp_path: Path) -> None:
-    """A 100 KB session id, agent name and request id are cut in the middle in the headline
-    and the slowest-replay sentence too, so report.md stays under GitHub's limit; the HTML
-    page keeps them whole."""
+    """A 100 KB session id, agent name and request id are cut in the middle in report.md's
+    sentences too (it stays under GitHub's limit) and kept whole in the HTML."""
     huge = "x" * 100_000
     b = TraceBuilder(agent="a" * 100_000)
     rid = b.resume(huge)
