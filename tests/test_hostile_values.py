@@ -34,7 +34,7 @@ ODD = st.one_of(
     st.floats(allow_nan=False, allow_infinity=False),
     st.text(max_size=6),
     st.sampled_from(
-        [10**30, 1e308, -1e308, 2.0, -0.0, "", "2", "x\x1b[2J", [], {}, [1, "a"], {"a": None}]
+        [10**30, 10**400, 1e308, -1e308, 2.0, -0.0, "", "2", "x\x1b[2J", [], {}, [1, "a"]]
     ),
 )
 HEADER_KEYS = (

@@ -1013,3 +1013,13 @@ def test_conductor_times_beyond_64_bits_are_no_times(
     (lines,) = _convert(path).values()
     assert lines[1]["t_ns"] == 0
     assert lines[2]["t_ns"] == (None if t_ns is None else pytest.approx(t_ns, rel=1e-12))
+
+
+def test_a_conductor_time_no_float_holds_is_no_time(tmp_path: Path) -> None:
+    """An integer `ts` beyond any float (10**400) is recorded without a time, not a crash."""
+    first = {"type": "notification", "ts": 0.0123, "protocol": "acp", "from": "client",
+             "to": "agent", "method": "x/a", "params": {}}  # fmt: skip
+    path = tmp_path / "c.jsons"
+    path.write_text(json.dumps(first) + "\n" + json.dumps({**first, "ts": 10**400}) + "\n")
+    (lines,) = _convert(path).values()
+    assert [r["t_ns"] for r in lines[1:3]] == [0, None]

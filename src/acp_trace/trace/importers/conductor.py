@@ -121,7 +121,10 @@ class _Converter:
     def _t_ns(self, ts: Any) -> int | None:
         if self.ts0 is None or not isinstance(ts, int | float) or isinstance(ts, bool):
             return None
-        t_ns = (ts - self.ts0) * 1e9
+        try:
+            t_ns = (ts - self.ts0) * 1e9
+        except OverflowError:  # an integer no float holds (`10**400`)
+            return None
         # beyond 64 bits (or infinite: `1e308` and `-1e308`) the source time says nothing
         return round(t_ns) if math.isfinite(t_ns) and abs(t_ns) < INT64_LIMIT else None
 
