@@ -56,6 +56,7 @@ def base_trace() -> list[Any]:
     b.update("s", "agent_message_chunk", content={"type": "text", "text": "yes"})
     b.response(pid, {"stopReason": "end_turn"})
     b.error(b.request("session/load", {"sessionId": "t", "cwd": "/", "mcpServers": []}), -32603)
+    b.notify("$/cancel_request", {"requestId": b.request("x/slow", {})}, src="client")
     b.text("stderr", "phase: sdk-initialize")
     b.event("dropped", count=2, stream="agent")
     b.event("exit", code=0, signal=None)
@@ -128,6 +129,18 @@ def test_any_field_of_a_trace_may_hold_any_value(
     trace = tmp_path / "t.jsonl"
     trace.write_text("".join(json.dumps(line) + "\n" for line in lines))
     every_output(trace)
+
+
+@pytest.mark.parametrize("new", [10**400, 1e308], ids=["10**400", "1e308"])
+def test_every_field_of_a_trace_may_hold_a_huge_number(tmp_path: Path, new: Any) -> None:
+    """Each field of the trace in turn set to a number no 64-bit integer (or no float) holds:
+    every output is still made."""
+    for index, record in enumerate(BASE):
+        for path in paths(record):
+            lines = [*BASE[:index], replaced(record, path, new), *BASE[index + 1 :]]
+            trace = tmp_path / "t.jsonl"
+            trace.write_text("".join(json.dumps(line) + "\n" for line in lines))
+            every_output(trace)
 
 
 CAPTURES = sorted(p for p in (DATA / "imports").iterdir() if p.suffix != ".json")

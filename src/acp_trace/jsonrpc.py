@@ -143,8 +143,11 @@ def clean_text(text: str) -> str:
 
 
 def as_int(value: Any) -> int | None:
-    """A JSON value if it is an integer (not a boolean), else None."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    """A JSON value if it is an integer that 64 bits hold (not a boolean), else None: what it
+    gives goes into Int64 columns (a protocol version, an exit code, a signal, a time)."""
+    if isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63:
+        return value
+    return None
 
 
 def as_dict(value: Any) -> dict[str, Any]:

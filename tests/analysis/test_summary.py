@@ -88,6 +88,7 @@ def test_control_characters_in_a_message_never_reach_the_terminal(tmp_path: Path
         (0, 0),
         # near misses: no count an integer >= 0 still says something was dropped
         ("many", 1),
+        (2**63, 1),  # no 64-bit count
         (-2, 1),
         (2.5, 1),
         (True, 1),

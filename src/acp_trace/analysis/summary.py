@@ -56,10 +56,10 @@ def _counts(part: pl.DataFrame, column: str) -> list[dict[str, Any]]:
 
 
 def _dropped(text: str) -> int:
-    """The lines a `dropped` event counts; one when its count is not a non-negative integer
-    (the event says that something was dropped, not how much)."""
-    count = loads(text).get("count")
-    return count if type(count) is int and count >= 0 else 1
+    """The lines a `dropped` event counts; one when its count is not a non-negative 64-bit
+    integer (the event says that something was dropped, not how much)."""
+    count = as_int(loads(text).get("count"))
+    return count if count is not None and count >= 0 else 1
 
 
 def _summary_row(trace: str, part: pl.DataFrame, conn: Connection) -> tuple[Any, ...]:
@@ -70,6 +70,7 @@ def _summary_row(trace: str, part: pl.DataFrame, conn: Connection) -> tuple[Any,
     gaps = int((seqs.diff() > 1).sum()) if seqs.len() > 1 else 0
     events = part.filter(pl.col("kind") == "event")
     dropped = sum(_dropped(x) for x in events.filter(pl.col("event") == "dropped")["text"])
+    dropped = min(dropped, 2**63 - 1)  # an Int64 column
     errors, kills = _tap_problems(events)
     exits = [loads(x) for x in events.filter(pl.col("event") == "exit")["text"]]
     last_exit = exits[-1] if exits else {}

@@ -29,6 +29,7 @@ import polars as pl
 
 from acp_trace.errors import OutputError
 from acp_trace.files import output_dir, replacing
+from acp_trace.jsonrpc import json_text
 from acp_trace.render.export import portable
 from acp_trace.trace.format import started_at
 
@@ -64,7 +65,7 @@ def trace_ids(a: Analysis) -> pl.DataFrame:
 def _trace_id(a: Analysis, trace: str, head: dict[str, Any]) -> str:
     if head.get("started_at") and head.get("pid") is not None:
         basis = [head.get(k) for k in ("started_at", "pid", "command", "cwd")]
-        data = orjson.dumps(basis)
+        data = json_text(basis).encode()  # integers beyond 64 bits too
     else:  # an import or a hand-written trace: its content names it
         part = a.records.filter(pl.col("trace") == trace)
         data = b"\n".join(

@@ -44,7 +44,7 @@ def started_at(value: Any) -> datetime | None:
 def encode_header(fields: dict[str, Any]) -> bytes:
     """The header line (with newline): `acp_trace` and `kind` first, then `fields`."""
     head = {"acp_trace": FORMAT_VERSION, "kind": "header", **fields}
-    return orjson.dumps(head) + b"\n"
+    return json_text(head).encode() + b"\n"  # an importer's fields may hold huge integers
 
 
 def encode_payload(line: bytes, max_bytes: int | None = None, size: int | None = None) -> bytes:

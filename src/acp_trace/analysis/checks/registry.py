@@ -7,13 +7,13 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-import orjson
 import polars as pl
 
 from acp_trace.analysis.checks.catalogue import ENTRIES, SEVERITIES, SIDES, Entry
 from acp_trace.analysis.latency import TurnFacts
 from acp_trace.analysis.replays import Facts, Window
 from acp_trace.analysis.schema import SchemaFacts, validate_timeline
+from acp_trace.jsonrpc import json_text
 
 __all__ = ["SEVERITIES", "SIDES"]  # defined in the catalogue, named here too
 
@@ -123,7 +123,7 @@ def rule(rule_id: str, severity: str, summary: str, side: str = "agent") -> Call
 
 def _short(value: Any) -> str:
     """A JSON value in at most 60 characters, for messages."""
-    text = orjson.dumps(value).decode()
+    text = json_text(value)  # integers beyond 64 bits too
     return text if len(text) <= 60 else text[:57] + "..."
 
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import orjson
 import polars as pl
 
 from acp_trace.analysis.checks.registry import Context, Finding, rule
-from acp_trace.jsonrpc import CANCEL_METHOD, loads, other_side
+from acp_trace.jsonrpc import CANCEL_METHOD, json_text, loads, other_side
 from acp_trace.trace.format import header_items
 
 
@@ -122,7 +121,7 @@ def cancel_unanswered(ctx: Context) -> Iterator[Finding]:
     for row, trace, src, msg, session in cancels.iter_rows():
         params = loads(msg).get("params") or {}
         target = params.get("requestId") if isinstance(params, dict) else None
-        key = (trace, src, orjson.dumps(target).decode())
+        key = (trace, src, json_text(target))
         earlier = [c for c in index.get(key, []) if c[0] < row]
         if earlier and earlier[-1][2] is None:
             req_row, method, _ = earlier[-1]

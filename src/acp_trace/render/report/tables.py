@@ -13,7 +13,6 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-import orjson
 import polars as pl
 from rich import box
 from rich.console import Console, RenderableType
@@ -21,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from acp_trace.errors import UsageError
+from acp_trace.jsonrpc import json_text
 from acp_trace.render.escape import terminal
 
 # A header rule of `-` and no other lines: pastes into an issue or a commit message as it is.
@@ -54,7 +54,7 @@ def cell(value: Any) -> str:
     if isinstance(value, float):
         return ms(value)
     if isinstance(value, list | dict):
-        return terminal(orjson.dumps(value).decode())
+        return terminal(json_text(value))  # integers beyond 64 bits too
     return terminal(str(value))
 
 

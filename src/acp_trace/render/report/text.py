@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import orjson
 import polars as pl
 
 from acp_trace.analysis.phase_patterns import parse_phase
+from acp_trace.jsonrpc import json_text
 from acp_trace.render.escape import terminal
 from acp_trace.render.report.tables import ms, plural, table, to_text
 
@@ -265,4 +265,4 @@ class _Marks:
 
 
 def _json(value: Any) -> str:
-    return terminal(orjson.dumps(value).decode())
+    return terminal(json_text(value))  # integers beyond 64 bits too

@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from acp_trace.errors import InputError
-from acp_trace.jsonrpc import other_side
+from acp_trace.jsonrpc import json_text, other_side
 from acp_trace.trace.importers._common import (
     TraceBuilder,
     describe,
@@ -59,7 +59,7 @@ def _convert_entry(
         return f"unknown _direction {direction!r}"
     if src == "stderr":
         line = entry.get("params")
-        text = line if isinstance(line, str) else orjson.dumps(line).decode()
+        text = line if isinstance(line, str) else json_text(line)
         builder.record(None, "stderr", b'"text":' + orjson.dumps(text))
         return None
     kind = entry.get("_type")
