@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from acp_trace.trace.format import header_items, started_at
+from acp_trace.trace.format import header_items, header_timing, started_at
 
 
 @pytest.mark.parametrize(
@@ -49,3 +49,20 @@ def test_header_items_are_the_objects_of_a_list(value: Any, items: list[dict[str
 def test_started_at_is_a_utc_time_or_none(value: Any, when: datetime | None) -> None:
     """An RFC 3339 start becomes UTC; one UTC cannot hold, or no time at all, is None."""
     assert started_at(value) == when
+
+
+@pytest.mark.parametrize(
+    ("head", "timing"),
+    [
+        ({"timing": "source"}, "source"),
+        ({"timing": "ordering-only"}, "ordering-only"),
+        # near misses: missing, or not a string: the format's default
+        ({}, "tap"),
+        ({"timing": 5}, "tap"),
+        ({"timing": None}, "tap"),
+        ({"timing": ["source"]}, "tap"),
+    ],
+)
+def test_header_timing_is_a_string_or_the_default(head: dict[str, Any], timing: str) -> None:
+    """A header's `timing` string is taken; a missing or odd one reads as `tap`."""
+    assert header_timing(head) == timing

@@ -8,6 +8,7 @@ import polars as pl
 
 from acp_trace.analysis.timeline import Connection, connections
 from acp_trace.jsonrpc import as_int, loads
+from acp_trace.trace.format import header_timing
 
 
 def summarize(records: pl.DataFrame) -> pl.DataFrame:
@@ -75,8 +76,7 @@ def _summary_row(trace: str, part: pl.DataFrame, conn: Connection) -> tuple[Any,
     exits = [loads(x) for x in events.filter(pl.col("event") == "exit")["text"]]
     last_exit = exits[-1] if exits else {}
     header = part.filter(pl.col("kind") == "header")
-    timing = loads(header["text"][0]).get("timing", "tap") if header.height else "tap"
-    timing = timing if isinstance(timing, str) else "tap"  # the format's default
+    timing = header_timing(loads(header["text"][0]) if header.height else {})
     malformed = part.filter(pl.col("kind") == "malformed")["line"].to_list()
     return (
         trace,

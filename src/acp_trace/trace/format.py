@@ -1,7 +1,7 @@
 """The bytes of trace format v1 (docs/trace-format.md): encoding the header, records and tap
 events for the writer, finding a record's `msg` text exactly as it was written, and reading
 the header fields whose type a hand-written header may get wrong (`header_items`,
-`started_at`: a wrong type reads as absent)."""
+`header_timing`, `started_at`: a wrong type reads as absent)."""
 
 from __future__ import annotations
 
@@ -28,6 +28,13 @@ def header_items(head: dict[str, Any], key: str) -> list[dict[str, Any]]:
     the field is missing or not a list, and only the items that are objects."""
     value = head.get(key)
     return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+def header_timing(head: dict[str, Any]) -> str:
+    """A header's `timing` (`tap`, `source`, `ordering-only`); the format's default, `tap`,
+    when it is missing or not a string."""
+    timing = head.get("timing")
+    return timing if isinstance(timing, str) else "tap"
 
 
 def started_at(value: Any) -> datetime | None:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import polars as pl
 
 from acp_trace.analysis.checks.registry import Context, Finding, rule
-from acp_trace.jsonrpc import CANCEL_METHOD, json_text, loads, other_side
+from acp_trace.jsonrpc import CANCEL_METHOD, id_key, loads, other_side
 from acp_trace.trace.format import header_items
 
 
@@ -121,7 +121,7 @@ def cancel_unanswered(ctx: Context) -> Iterator[Finding]:
     for row, trace, src, msg, session in cancels.iter_rows():
         params = loads(msg).get("params") or {}
         target = params.get("requestId") if isinstance(params, dict) else None
-        key = (trace, src, json_text(target))
+        key = (trace, src, id_key(target))  # as the `id` column holds request ids
         earlier = [c for c in index.get(key, []) if c[0] < row]
         if earlier and earlier[-1][2] is None:
             req_row, method, _ = earlier[-1]

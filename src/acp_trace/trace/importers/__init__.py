@@ -15,7 +15,7 @@ from typing import Any
 from acp_trace.errors import InputError, UsageError
 from acp_trace.files import check_file_target, output_dir, replacing, wants_directory
 from acp_trace.jsonrpc import is_message, loads
-from acp_trace.trace.format import header_items
+from acp_trace.trace.format import header_items, header_timing
 from acp_trace.trace.importers import acpx, conductor, inspector, jsonrpc, thinkwell, zed
 from acp_trace.trace.importers._common import (
     TraceBuilder,
@@ -205,10 +205,10 @@ _TAP_RECORD = re.compile(rb'\{"seq":\d+,"t_ns":(?:null|-?\d+),"src":"tap"')
 def header_summary(lines: list[bytes]) -> dict[str, Any]:
     """The counts a person wants after an import: records, unconverted, ambiguous."""
     head = loads(lines[0]) if lines else {}
-    unconverted, timing = head.get("unconverted"), head.get("timing")
+    unconverted = head.get("unconverted")
     return {
         "records": sum(1 for line in lines[1:] if not _TAP_RECORD.match(line)),
         "unconverted": unconverted if type(unconverted) is int else 0,
         "ambiguous": len(header_items(head, "ambiguous")),
-        "timing": timing if isinstance(timing, str) else "tap",  # the format's default
+        "timing": header_timing(head),
     }
