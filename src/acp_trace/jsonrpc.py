@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from pathlib import PurePath
 from typing import Any
 
@@ -223,25 +224,35 @@ def _flat_dumps(value: Any) -> str:
 
 
 def _finite(value: Any) -> Any:
-    """`value` with every non-finite float as None (containers copied; iterative, since a
-    value the stdlib parsed may be nested deeper than Python's recursion limit)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if not isinstance(value, dict | list | tuple):
-        return value
+    """`value` with every non-finite float as None."""
+    return _map_leaves(value, lambda x: x if not isinstance(x, float) or math.isfinite(x) else None)
+
+
+def clean_value(value: Any) -> Any:
+    """`value` with every string and key through `clean_text` (a lone surrogate becomes its
+    six-character escape), for libraries that take only text UTF-8 can hold (jsonschema-rs)."""
+    return _map_leaves(value, lambda x: clean_text(x) if isinstance(x, str) else x, clean_text)
+
+
+def _map_leaves(
+    value: Any, leaf: Callable[[Any], Any], key: Callable[[str], str] | None = None
+) -> Any:
+    """A copy of a JSON value with `leaf` applied to every scalar and `key` to every object
+    key; iterative, since a value the stdlib parsed may be nested deeper than Python's
+    recursion limit."""
     root: list[Any] = [value]
     stack: list[tuple[Any, Any]] = [(root, 0)]
     while stack:
-        container, key = stack.pop()
-        item = container[key]
-        if isinstance(item, float) and not math.isfinite(item):
-            container[key] = None
-        elif isinstance(item, dict):
-            container[key] = members = dict(item)
+        container, at = stack.pop()
+        item = container[at]
+        if isinstance(item, dict):
+            container[at] = members = {key(k) if key else k: v for k, v in item.items()}
             stack.extend((members, k) for k in members)
         elif isinstance(item, list | tuple):
-            container[key] = items = list(item)
+            container[at] = items = list(item)
             stack.extend((items, i) for i in range(len(items)))
+        else:
+            container[at] = leaf(item)
     return root[0]
 
 

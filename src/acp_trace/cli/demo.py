@@ -59,7 +59,7 @@ def demo_agent(
     turns: Annotated[int, typer.Option(min=0, help="Turns of fabricated history per session.")] = 3,
     pace: Annotated[
         float,
-        typer.Option(click_type=Number(0, 3600), help="Seconds between two replayed updates."),
+        typer.Option(parser=Number(0, 3600), help="Seconds between two replayed updates."),
     ] = 0.0,
     gap: Annotated[
         str,
@@ -120,13 +120,13 @@ def demo_client(
     timeout: Annotated[
         float,
         typer.Option(
-            click_type=Number(0, 1e9, forever="no limit"),
+            parser=Number(0, 1e9, forever="no limit"),
             help="Seconds to wait for each response.",
         ),
     ] = 60.0,
     grace: Annotated[
         float,
-        typer.Option(click_type=Number(0, 1e9), help="Seconds between closing stdin and SIGTERM."),
+        typer.Option(parser=Number(0, 1e9), help="Seconds between closing stdin and SIGTERM."),
     ] = 5.0,
     save: Annotated[Path | None, typer.Option(help="Save every byte received.")] = None,
     save_sent: Annotated[Path | None, typer.Option(help="Save every byte sent.")] = None,

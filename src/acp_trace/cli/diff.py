@@ -34,7 +34,7 @@ def diff(
     ] = None,
     confidence: Annotated[
         float,
-        typer.Option(click_type=Number(0.5, 0.999), help="Confidence of the bootstrap interval."),
+        typer.Option(parser=Number(0.5, 0.999), help="Confidence of the bootstrap interval."),
     ] = 0.95,
     min_samples: Annotated[
         int, typer.Option(min=2, help="Fewer replays or requests on a side: too few to judge.")
