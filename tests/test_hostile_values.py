@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import acp_trace
+from acp_trace.analysis.diff import diff
 from acp_trace.analysis.summary import summarize
 from acp_trace.errors import InputError
 from acp_trace.jsonrpc import loads_exact
@@ -22,6 +23,7 @@ from acp_trace.render.export import tables, write_export
 from acp_trace.render.otlp import otlp_document
 from acp_trace.render.report import check_output, format_summary, format_timeline, frame
 from acp_trace.render.report.bundle import markdown_report
+from acp_trace.render.report.diff import format_diff
 from acp_trace.render.report.tables import replays_table, table, to_text
 from acp_trace.trace import importers
 from acp_trace.trace.reader import skipped_inputs
@@ -117,6 +119,9 @@ def every_output(path: Path, out: Path | None = None) -> None:
     otlp_document(a)
     dataset_tables(a)
     markdown_report(a, "acp-trace report t.jsonl")
+    compared = diff(a, a)
+    for fmt in ("text", "json", "markdown"):
+        format_diff(compared, fmt)
     if out is None:
         return
     out.mkdir(exist_ok=True)
@@ -199,3 +204,38 @@ def _json(line: str) -> Any:
         return json.loads(line.lstrip("\x1e"))
     except ValueError:
         return None
+
+
+# Where each command of the CLI meets hostile input (odd values, lone surrogates, escapes,
+# signals, closed pipes). A new command cannot land without a line here naming its tests.
+HOSTILE_COVERAGE = {
+    "record": ["tests/record/test_reliability.py", "tests/record/test_redact.py"],
+    "mock": ["tests/mock/test_mock_hostile.py"],
+    "summary": ["tests/test_hostile_values.py", "tests/cli/test_hostile.py"],
+    "replays": ["tests/test_hostile_values.py", "tests/cli/test_hostile.py"],
+    "check": ["tests/test_hostile_values.py", "tests/cli/test_hostile.py"],
+    "timeline": ["tests/test_hostile_values.py", "tests/cli/test_hostile.py"],
+    "latency": ["tests/test_hostile_values.py", "tests/cli/test_hostile.py"],
+    "rules": [],  # reads no input
+    "diff": ["tests/test_hostile_values.py"],
+    "report": ["tests/test_hostile_values.py", "tests/render/test_report_bundle.py"],
+    "plot": ["tests/render/test_plots.py"],
+    "export": ["tests/test_hostile_values.py", "tests/cli/test_hostile.py"],
+    "import": ["tests/test_hostile_values.py"],
+    "demo": [],  # reads no input: it records its own agent and client
+    "demo-agent": ["tests/demo/test_agent.py"],
+    "demo-client": ["tests/demo/test_client.py"],
+}
+
+
+def test_every_command_is_met_with_hostile_input() -> None:
+    """Each command of the CLI is listed with the tests that give it hostile input, and those
+    files exist: a command added without them fails here."""
+    from acp_trace.cli.app import HELP_PANELS
+
+    commands = {name for names in HELP_PANELS.values() for name in names}
+    assert commands == set(HOSTILE_COVERAGE), "list the new command's hostile-input tests"
+    root = Path(__file__).parent.parent
+    assert [
+        f for files in HOSTILE_COVERAGE.values() for f in files if not (root / f).exists()
+    ] == []
