@@ -14,19 +14,23 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import acp_trace
+from acp_trace.analysis.diff import diff
 from acp_trace.analysis.summary import summarize
 from acp_trace.errors import InputError
+from acp_trace.jsonrpc import loads_exact
 from acp_trace.render.dataset import dataset_tables
-from acp_trace.render.export import tables
+from acp_trace.render.export import tables, write_export
 from acp_trace.render.otlp import otlp_document
 from acp_trace.render.report import check_output, format_summary, format_timeline, frame
 from acp_trace.render.report.bundle import markdown_report
+from acp_trace.render.report.diff import format_diff
 from acp_trace.render.report.tables import replays_table, table, to_text
 from acp_trace.trace import importers
 from acp_trace.trace.reader import skipped_inputs
 from testpaths import DATA
 from tracebuilder import TraceBuilder
 
+INF = "@1e400@"  # written as the number 1e400, which the stdlib reads as inf
 ODD = st.one_of(
     st.none(),
     st.booleans(),
@@ -34,7 +38,10 @@ ODD = st.one_of(
     st.floats(allow_nan=False, allow_infinity=False),
     st.text(max_size=6),
     st.sampled_from(
-        [10**30, 10**400, 1e308, -1e308, 2.0, -0.0, "", "2", "x\x1b[2J", [], {}, [1, "a"]]
+        [
+            *(10**30, 10**400, 1e308, -1e308, 2.0, -0.0, "", "2", "x\x1b[2J", [], {}, [1, "a"]),
+            *("\ud83d", "cut \ud83d", "\udc00", INF, [INF, "\ud83d"]),
+        ]
     ),
 )
 HEADER_KEYS = (
@@ -86,8 +93,14 @@ def replaced(value: Any, path: tuple[Any, ...], new: Any) -> Any:
     return copy
 
 
-def every_output(path: Path) -> None:
-    """Make every table, the findings and every rendering of one input, as the CLI would."""
+def dumps_line(value: Any) -> str:
+    """A JSON line as a JavaScript peer writes it: lone surrogates as escapes, and INF as 1e400."""
+    return json.dumps(value).replace(f'"{INF}"', "1e400")
+
+
+def every_output(path: Path, out: Path | None = None) -> None:
+    """Make every table, the findings and every rendering of one input, as the CLI would;
+    with `out`, also write every export format there: each JSON file written is strict JSON."""
     try:
         a = acp_trace.analyze(path)
     except InputError:
@@ -106,6 +119,16 @@ def every_output(path: Path) -> None:
     otlp_document(a)
     dataset_tables(a)
     markdown_report(a, "acp-trace report t.jsonl")
+    compared = diff(a, a)
+    for fmt in ("text", "json", "markdown"):
+        format_diff(compared, fmt)
+    if out is None:
+        return
+    out.mkdir(exist_ok=True)
+    for fmt in ("perfetto", "otlp", "csv", "parquet"):
+        for written in write_export(a, fmt, f"{out}/{fmt}/"):
+            if written.suffix == ".json":
+                loads_exact(written.read_bytes())  # no Infinity, no unpaired surrogate bytes
 
 
 BASE = base_trace()
@@ -127,8 +150,8 @@ def test_any_field_of_a_trace_may_hold_any_value(
     path = data.draw(st.sampled_from(choices), label="path")
     lines = [*BASE[:index], replaced(record, path, new), *BASE[index + 1 :]]
     trace = tmp_path / "t.jsonl"
-    trace.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    every_output(trace)
+    trace.write_text("".join(dumps_line(line) + "\n" for line in lines))
+    every_output(trace, tmp_path / "out")
 
 
 @pytest.mark.parametrize("new", [10**400, 1e308], ids=["10**400", "1e308"])
@@ -162,14 +185,17 @@ def test_any_field_of_a_capture_may_hold_any_value(
         return
     path = data.draw(st.sampled_from(choices), label="path")
     separator = "\x1e" if lines[index].startswith("\x1e") else ""  # JSON text sequences
-    lines[index] = separator + json.dumps(replaced(value, path, new))
+    lines[index] = separator + dumps_line(replaced(value, path, new))
     mutated = tmp_path / capture.name
     mutated.write_text("\n".join(lines) + "\n")
     try:
-        importers.convert(mutated, mutated.read_bytes())
+        converted = importers.convert(mutated, mutated.read_bytes())
     except InputError:
         return
-    every_output(mutated)
+    for _name, trace_lines in converted:
+        for line in trace_lines:  # what `import` writes: strict JSON lines, UTF-8
+            loads_exact(line)
+    every_output(mutated, tmp_path / "out")
 
 
 def _json(line: str) -> Any:
@@ -178,3 +204,38 @@ def _json(line: str) -> Any:
         return json.loads(line.lstrip("\x1e"))
     except ValueError:
         return None
+
+
+# Where each command of the CLI meets hostile input (odd values, lone surrogates, escapes,
+# signals, closed pipes). A new command cannot land without a line here naming its tests.
+HOSTILE_COVERAGE = {
+    "record": ["tests/record/test_reliability.py", "tests/record/test_redact.py"],
+    "mock": ["tests/mock/test_mock_hostile.py"],
+    "summary": ["tests/test_hostile_values.py", "tests/cli/test_hostile.py"],
+    "replays": ["tests/test_hostile_values.py", "tests/cli/test_hostile.py"],
+    "check": ["tests/test_hostile_values.py", "tests/cli/test_hostile.py"],
+    "timeline": ["tests/test_hostile_values.py", "tests/cli/test_hostile.py"],
+    "latency": ["tests/test_hostile_values.py", "tests/cli/test_hostile.py"],
+    "rules": [],  # reads no input
+    "diff": ["tests/test_hostile_values.py"],
+    "report": ["tests/test_hostile_values.py", "tests/render/test_report_bundle.py"],
+    "plot": ["tests/render/test_plots.py"],
+    "export": ["tests/test_hostile_values.py", "tests/cli/test_hostile.py"],
+    "import": ["tests/test_hostile_values.py"],
+    "demo": [],  # reads no input: it records its own agent and client
+    "demo-agent": ["tests/demo/test_agent.py"],
+    "demo-client": ["tests/demo/test_client.py"],
+}
+
+
+def test_every_command_is_met_with_hostile_input() -> None:
+    """Each command of the CLI is listed with the tests that give it hostile input, and those
+    files exist: a command added without them fails here."""
+    from acp_trace.cli.app import HELP_PANELS
+
+    commands = {name for names in HELP_PANELS.values() for name in names}
+    assert commands == set(HOSTILE_COVERAGE), "list the new command's hostile-input tests"
+    root = Path(__file__).parent.parent
+    assert [
+        f for files in HOSTILE_COVERAGE.values() for f in files if not (root / f).exists()
+    ] == []

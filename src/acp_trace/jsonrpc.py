@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 import re
+from collections.abc import Callable
 from pathlib import PurePath
 from typing import Any
 
@@ -165,12 +167,93 @@ def id_key(value: Any) -> str:
 
 
 def json_text(value: Any) -> str:
-    """Compact JSON text of a parsed value, as orjson writes it; integers beyond 64 bits and
-    lone surrogates (which orjson refuses) too, the latter escaped."""
+    """Compact JSON text of a parsed value (`json_bytes` as text)."""
+    return json_bytes(value).decode()
+
+
+def json_bytes(value: Any, *, indent: bool = False) -> bytes:
+    """The one JSON writer for values that may hold text or numbers from a trace: orjson's
+    output where orjson can write the value; else the stdlib's, with integers beyond 64 bits
+    kept exactly, lone surrogates (which orjson refuses) written as their escape (`\\ud83d`,
+    as the reader keeps them) and non-finite floats (a `1e400` the stdlib parser read) as
+    `null`, as orjson writes them. Always valid JSON, always UTF-8. `indent`: two spaces and
+    a final newline."""
+    option = orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE if indent else 0
     try:
-        return orjson.dumps(value).decode()
-    except TypeError:
-        return clean_text(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+        return orjson.dumps(value, option=option)
+    except orjson.JSONEncodeError:
+        pass
+    try:
+        text = json.dumps(
+            _finite(value),
+            ensure_ascii=False,
+            allow_nan=False,
+            indent=2 if indent else None,
+            separators=(",", ": ") if indent else (",", ":"),
+        )
+    except RecursionError:  # nested deeper than the stdlib writes: compact, without recursion
+        text = _flat_dumps(value)
+    return clean_text(text + "\n" if indent else text).encode()
+
+
+def _flat_dumps(value: Any) -> str:
+    """Compact JSON of any depth, written with an explicit stack (scalars as `json_bytes`)."""
+    out: list[str] = []
+    stack: list[tuple[bool, Any]] = [(False, value)]  # (is literal text, item)
+    while stack:
+        literal, item = stack.pop()
+        if literal:
+            out.append(item)
+        elif isinstance(item, dict):
+            out.append("{")
+            stack.append((True, "}"))
+            for i, (key, member) in reversed(list(enumerate(item.items()))):
+                stack.append((False, member))
+                name = json.dumps(str(key), ensure_ascii=False)
+                stack.append((True, ("," if i else "") + name + ":"))
+        elif isinstance(item, list | tuple):
+            out.append("[")
+            stack.append((True, "]"))
+            for i, member in reversed(list(enumerate(item))):
+                stack.append((False, member))
+                if i:
+                    stack.append((True, ","))
+        else:
+            out.append(json.dumps(_finite(item), ensure_ascii=False, allow_nan=False))
+    return "".join(out)
+
+
+def _finite(value: Any) -> Any:
+    """`value` with every non-finite float as None."""
+    return _map_leaves(value, lambda x: x if not isinstance(x, float) or math.isfinite(x) else None)
+
+
+def clean_value(value: Any) -> Any:
+    """`value` with every string and key through `clean_text` (a lone surrogate becomes its
+    six-character escape), for libraries that take only text UTF-8 can hold (jsonschema-rs)."""
+    return _map_leaves(value, lambda x: clean_text(x) if isinstance(x, str) else x, clean_text)
+
+
+def _map_leaves(
+    value: Any, leaf: Callable[[Any], Any], key: Callable[[str], str] | None = None
+) -> Any:
+    """A copy of a JSON value with `leaf` applied to every scalar and `key` to every object
+    key; iterative, since a value the stdlib parsed may be nested deeper than Python's
+    recursion limit."""
+    root: list[Any] = [value]
+    stack: list[tuple[Any, Any]] = [(root, 0)]
+    while stack:
+        container, at = stack.pop()
+        item = container[at]
+        if isinstance(item, dict):
+            container[at] = members = {key(k) if key else k: v for k, v in item.items()}
+            stack.extend((members, k) for k in members)
+        elif isinstance(item, list | tuple):
+            container[at] = items = list(item)
+            stack.extend((items, i) for i in range(len(items)))
+        else:
+            container[at] = leaf(item)
+    return root[0]
 
 
 def id_json(key: str) -> orjson.Fragment:

@@ -27,7 +27,7 @@ def mock(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[str]:
         ((), "acp-trace: mock: expected a TRACE to serve"),
         (("--session", "nobody", str(SAMPLES / "demo-v1-load.jsonl")), "holds no session 'nobody'"),
         (("--fault", "sideways", str(SAMPLES / "demo-v1-load.jsonl")), "unknown fault 'sideways'"),
-        (("--speed", "-2", str(SAMPLES / "demo-v1-load.jsonl")), "--speed -2.0: expected 0"),
+        (("--speed", "-2", str(SAMPLES / "demo-v1-load.jsonl")), "--speed -2: expected 0"),
         (("/nonexistent/trace.jsonl",), "/nonexistent/trace.jsonl: cannot be read"),
     ],
 )

@@ -294,13 +294,13 @@ def test_a_trace_without_the_agent_side_is_refused(tmp_path: Path) -> None:
     [
         ({"sessions": ("nope",)}, "the recording holds no session 'nope' (it holds s1)"),
         ({"sessions": ("a=nope",)}, "holds no session 'nope'"),
-        ({"speed": -1.0}, "--speed -1.0: expected 0"),
+        ({"speed": -1.0}, "--speed -1: expected 0"),
         ({"speed": float("nan")}, "--speed nan"),
         ({"faults": ("marker-unexpected",)}, "unknown fault 'marker-unexpected'; known:"),
         ({"faults": ("truncate",)}, "expected truncate:N"),
         ({"faults": ("marker-late:3",)}, "marker-late takes no argument"),
         ({"gap": "soon"}, "gap 'soon'"),
-        ({"answer_timeout": 0.0}, "--answer-timeout 0.0"),
+        ({"answer_timeout": 0.0}, "--answer-timeout 0: expected seconds above 0"),
     ],
 )
 def test_bad_options_are_usage_errors(

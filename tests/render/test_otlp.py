@@ -124,10 +124,14 @@ def test_untimed_traces_are_left_out(tmp_path: Path) -> None:
         ("1969-12-31T23:59:59Z", False),  # before the epoch: OTLP times are unsigned
         ("0001-01-01T00:00:00+01:00", False),  # a time UTC cannot hold (an OverflowError)
         ("9999-12-31T23:59:59-01:00", False),
+        ("9999-12-31T00:00:00Z", False),  # beyond unsigned 64-bit nanoseconds (2554-07-21)
+        ("2600-01-01T00:00:00Z", False),
+        ("2554-07-21T23:34:34Z", False),
         ("not a time", False),
         # near misses: the epoch itself, and an ordinary start
         ("1970-01-01T00:00:00Z", True),
         ("2026-11-30T10:00:00Z", True),
+        ("2554-07-21T23:34:33Z", True),  # the last second OTLP holds (the trace lasts < 0.7 s)
     ],
 )
 def test_a_start_no_span_can_hold_leaves_the_trace_out(
@@ -137,6 +141,23 @@ def test_a_start_no_span_can_hold_leaves_the_trace_out(
     b = TraceBuilder()
     head = json.loads(b.lines[0])
     b.lines[0] = json.dumps({**head, "started_at": started}).encode()
+    path = b.write(tmp_path / "t.jsonl")
+    doc, left_out = otlp_document(acp_trace.analyze(path))
+    assert (len(doc["resourceSpans"]), left_out) == ((1, []) if exported else (0, [str(path)]))
+    if exported:
+        parse(doc)
+
+
+@pytest.mark.parametrize(("t_ns", "exported"), [(-5 * 10**18, False), (-(10**9), True)])
+def test_a_record_stamped_before_1970_leaves_the_trace_out(
+    tmp_path: Path, t_ns: int, exported: bool
+) -> None:
+    """A record whose time, from the start, falls before 1970 (stamped -5e18 ns): the trace is
+    named as left out, never exported with a time OTLP parsers refuse; a second earlier than
+    the header's start (near miss) is still 2026."""
+    b = TraceBuilder()
+    b.raw("stderr", {"text": "early"})
+    b.lines[-1] = b.lines[-1].replace(b'"t_ns":%d' % b.t_ns, b'"t_ns":%d' % t_ns)
     path = b.write(tmp_path / "t.jsonl")
     doc, left_out = otlp_document(acp_trace.analyze(path))
     assert (len(doc["resourceSpans"]), left_out) == ((1, []) if exported else (0, [str(path)]))

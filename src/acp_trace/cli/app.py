@@ -8,7 +8,7 @@ import inspect
 import signal
 import sys
 import traceback
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
 import typer
 from typer.core import TyperGroup
@@ -107,13 +107,23 @@ MarkerMeta = Annotated[
 
 # The input formats (acp_trace.trace.importers.FORMATS; a test keeps the two equal). Listed
 # here so that `record` does not import the importers to build its options.
-SourceFormat = Literal["acp-trace", "jsonrpc", "zed", "conductor", "inspector", "thinkwell", "acpx"]
+SourceFormat = Literal[
+    "acp-trace",
+    "jsonrpc",
+    "zed",
+    "conductor",
+    "inspector",
+    "thinkwell",
+    "acpx",
+    "vibe",
+    "acp-devtools",
+]
 From = Annotated[
     SourceFormat | None,
     typer.Option(
         "--from",
         metavar="FORMAT",
-        help="Input format: acp-trace, jsonrpc, zed, conductor or inspector "
+        help=f"Input format: {', '.join(get_args(SourceFormat))} "
         "(default: detected from the content).",
     ),
 ]

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from acp_trace.cli.app import app
+from acp_trace.cli.numbers import Number
 from acp_trace.cli.terminal import warn
 
 Faults = Annotated[
@@ -56,7 +57,10 @@ def demo(
 @app.command("demo-agent")
 def demo_agent(
     turns: Annotated[int, typer.Option(min=0, help="Turns of fabricated history per session.")] = 3,
-    pace: Annotated[float, typer.Option(min=0, help="Seconds between two replayed updates.")] = 0.0,
+    pace: Annotated[
+        float,
+        typer.Option(parser=Number(0, 3600), help="Seconds between two replayed updates."),
+    ] = 0.0,
     gap: Annotated[
         str,
         typer.Option(
@@ -114,10 +118,15 @@ def demo_client(
     prompt: Annotated[str | None, typer.Option(help="Send this prompt first.")] = None,
     cursor: Annotated[str, typer.Option(help="v2 replayFrom type; `none` omits it.")] = "start",
     timeout: Annotated[
-        float, typer.Option(min=0, help="Seconds to wait for each response.")
+        float,
+        typer.Option(
+            parser=Number(0, 1e9, forever="no limit"),
+            help="Seconds to wait for each response.",
+        ),
     ] = 60.0,
     grace: Annotated[
-        float, typer.Option(min=0, help="Seconds between closing stdin and SIGTERM.")
+        float,
+        typer.Option(parser=Number(0, 1e9), help="Seconds between closing stdin and SIGTERM."),
     ] = 5.0,
     save: Annotated[Path | None, typer.Option(help="Save every byte received.")] = None,
     save_sent: Annotated[Path | None, typer.Option(help="Save every byte sent.")] = None,

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from acp_trace.cli.app import From, MarkerMeta, analyze_paths, app
+from acp_trace.cli.numbers import Number
 
 FORMATS = ("text", "json", "markdown")
 
@@ -32,7 +33,8 @@ def diff(
         ),
     ] = None,
     confidence: Annotated[
-        float, typer.Option(min=0.5, max=0.999, help="Confidence of the bootstrap interval.")
+        float,
+        typer.Option(parser=Number(0.5, 0.999), help="Confidence of the bootstrap interval."),
     ] = 0.95,
     min_samples: Annotated[
         int, typer.Option(min=2, help="Fewer replays or requests on a side: too few to judge.")

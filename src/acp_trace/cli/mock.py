@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
+import traceback
 from typing import Annotated
 
 import typer
@@ -53,6 +55,8 @@ def mock(
     """Serve a recorded agent on stdin/stdout, at its recorded pace, with the client's ids."""
     from acp_trace.errors import UsageError
 
+    _exit_on_signals()
+
     if list_faults:
         from acp_trace.demo.faults import FAULTS
 
@@ -72,12 +76,34 @@ def mock(
         seed=seed,
         answer_timeout=answer_timeout,
     )
-    code = run_mock(prepare(options), sys.stdin.buffer, sys.stdout.buffer, sys.stderr.buffer)
-    sys.stdout.flush()
-    sys.stderr.flush()
+    served = prepare(options)  # an error here is the usual one line and exit 2
+    try:
+        code = run_mock(served, sys.stdin.buffer, sys.stdout.buffer, sys.stderr.buffer)
+    except BaseException:  # a bug: say where, but never finalize under the reader thread
+        traceback.print_exc()
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a client gone leaves bytes unwritten
+            stream.flush()
     if code < 0:  # the recorded agent was killed by a signal: end the same way
         signal.signal(-code, signal.SIG_DFL)
         os.kill(os.getpid(), -code)
     # At once: when the recording ends the agent, a thread still waits on stdin, and
     # finalizing the interpreter under it would abort.
     os._exit(code)
+
+
+def _exit_on_signals() -> None:
+    """SIGTERM, SIGINT and SIGHUP end the mock at once with 128 + N, as an agent ends: every
+    line it sent is already flushed, nothing needs cleaning up, and finalizing the interpreter
+    while the reader thread holds stdin would abort it ("Fatal Python error"). A signal the
+    caller ignores (`nohup`) stays ignored."""
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            signal.signal(signum, _exit_now)
+
+
+def _exit_now(signum: int, _frame: object) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.flush()
+    os._exit(128 + signum)

@@ -181,7 +181,10 @@ def export(
         from acp_trace.render.otlp import otlp_document
 
         for trace in otlp_document(a)[1]:
-            warn(f"left out {trace}: no start time or no timestamps, so no span can be placed")
+            warn(
+                f"left out {trace}: no start time, no timestamps, or a time OTLP cannot hold "
+                "(before 1970 or from 2554 on), so no span can be placed"
+            )
 
 
 def append_dataset(

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from acp_trace import __version__
-from acp_trace.demo.rpc import ConnectionClosed, Endpoint, Message
+from acp_trace.demo.rpc import ConnectionClosed, Endpoint, Message, wait_limit
 from acp_trace.errors import RecordError
 from acp_trace.jsonrpc import METHOD_NOT_FOUND
 
@@ -124,7 +124,8 @@ class _Driver:
         if self.result.protocol == 2 and "result" in answer:
             with self.turn_ended:
                 ok = self.turn_ended.wait_for(
-                    lambda: _turn_end(self.updates[seen:], sid), timeout=self.opts.timeout
+                    lambda: _turn_end(self.updates[seen:], sid),
+                    timeout=wait_limit(self.opts.timeout),
                 )
             if not ok:
                 raise TimeoutError(f"no idle state_update ended the prompt on {sid}")

@@ -10,6 +10,7 @@ request's id, agent requests get fresh ids; anything unchanged is sent byte for 
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -95,6 +96,8 @@ class Player:
         replied = False
         try:
             for action in window.sequence():
+                if self.rpc.gone.is_set():
+                    return  # the client is gone: nothing more to play to
                 if not replied and id_key(live_id) in self.cancelled:
                     self.rpc.fail(live_id, REQUEST_CANCELLED, "request cancelled")
                     return
@@ -133,8 +136,11 @@ class Player:
             if line.kind == "end":
                 raise Stop(line.code if line.code is not None else 1)
             if line.kind == "stderr":
-                self.errout.write(line.data + b"\n")
-                self.errout.flush()
+                with contextlib.suppress(
+                    OSError, ValueError
+                ):  # stderr closed: not a reason to stop
+                    self.errout.write(line.data + b"\n")
+                    self.errout.flush()
                 return
             if line.kind == "raw":
                 self.rpc.send(line.data + b"\n")
@@ -185,11 +191,12 @@ class Player:
             ) from None
 
     def _sleep_until(self, due: float) -> None:
-        """Sleep until `due`, waking early only to honour a cancellation of the live request."""
+        """Sleep until `due` (inf: for ever), waking early only to honour a cancellation of the
+        live request or because the client is gone."""
         while (delay := due - time.monotonic()) > 0:
-            if self.wake.wait(delay):
+            if self.wake.wait(min(delay, threading.TIMEOUT_MAX)):
                 self.wake.clear()
-                if id_key(self._live) in self.cancelled:
+                if id_key(self._live) in self.cancelled or self.rpc.gone.is_set():
                     return
 
     # ------------------------------------------------------------ rewriting

@@ -18,7 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from acp_trace.errors import InputError
-from acp_trace.jsonrpc import as_dict, as_int, as_str, id_key, is_message, loads, message_kind
+from acp_trace.jsonrpc import (
+    as_dict,
+    as_int,
+    as_str,
+    id_key,
+    is_message,
+    json_bytes,
+    loads,
+    message_kind,
+)
 from acp_trace.trace.format import FORMAT_VERSION, SOURCES, element_spans, msg_text
 
 
@@ -238,15 +247,8 @@ def _imported(path: Path) -> list[Trace]:
 
 
 def dumps(value: Any) -> bytes:
-    """Compact JSON; integers beyond 64 bits are kept exactly."""
-    import orjson
-
-    try:
-        return orjson.dumps(value)
-    except TypeError:
-        import json
-
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+    """Compact JSON (`jsonrpc.json_bytes`: huge integers exact, lone surrogates escaped)."""
+    return json_bytes(value)
 
 
 # ---------------------------------------------------------------- cues

@@ -9,6 +9,7 @@ last one again once the recording has no more), played by `Player`.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import random
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from acp_trace.demo.faults import FaultSet, parse_faults
-from acp_trace.demo.rpc import Endpoint, Message
+from acp_trace.demo.rpc import Endpoint, Message, watch_reader
 from acp_trace.demo.window import Window, parse_gap
 from acp_trace.errors import InputError, UsageError
 from acp_trace.jsonrpc import (
@@ -38,6 +39,8 @@ from acp_trace.mock.recording import Connection, Cue, dumps, load_connections
 from acp_trace.mock.windows import OTHER, prepared, step_of
 
 UNSUPPORTED_VERSION = -32022
+MIN_SPEED, MAX_SPEED = 1e-6, 1e6
+MAX_ANSWER_TIMEOUT = 1e9
 
 
 @dataclass(frozen=True)
@@ -67,10 +70,17 @@ class Mock:
 
 def prepare(options: MockOptions) -> Mock:
     """Read the recording and check the options; raises InputError or UsageError."""
-    if not math.isfinite(options.speed) or options.speed < 0:
-        raise UsageError(f"--speed {options.speed}: expected 0 (no waiting) or a positive factor")
-    if options.answer_timeout <= 0:
-        raise UsageError(f"--answer-timeout {options.answer_timeout}: expected seconds above 0")
+    speed, answer = options.speed, options.answer_timeout
+    if not (speed == 0 or MIN_SPEED <= speed <= MAX_SPEED):  # NaN and inf fail this too
+        raise UsageError(
+            f"--speed {speed:g}: expected 0 (no waiting) or a factor from {MIN_SPEED:g} "
+            f"(a recorded second takes 11.6 days) to {MAX_SPEED:g}"
+        )
+    if not (0 < answer <= MAX_ANSWER_TIMEOUT or answer == math.inf):
+        raise UsageError(
+            f"--answer-timeout {answer:g}: expected seconds above 0 and up to "
+            f"{MAX_ANSWER_TIMEOUT:g}, or inf (wait as long as the client is there)"
+        )
     try:
         faults = parse_faults(options.faults, mock=True)
         if options.gap is not None:
@@ -144,9 +154,10 @@ class MockAgent:
         self.pause: Callable[[], float] | None = (lambda: gap(rng)) if gap else None
 
     def log(self, text: str) -> None:
-        """One line on stderr."""
-        self.errout.write(f"acp-trace mock: {text}\n".encode())
-        self.errout.flush()
+        """One line on stderr (none when stderr is closed)."""
+        with contextlib.suppress(OSError, ValueError):
+            self.errout.write(f"acp-trace mock: {text}\n".encode())
+            self.errout.flush()
 
     def serve(self) -> int:
         """Answer requests until the client closes stdin (0) or the recording ends the agent."""
@@ -154,6 +165,7 @@ class MockAgent:
             self.log(note)
         self.ready = time.monotonic()
         self.rpc.start()
+        stop_watching = watch_reader(self.rpc.writer_fd(), self._client_gone)
         try:
             self.player.play(
                 Window("", OTHER, [step_of(x) for x in self.conn.prologue]),
@@ -161,11 +173,21 @@ class MockAgent:
                 None,
                 time.monotonic(),
             )
-            while (msg := self.rpc.inbox.get()) is not None:
+            while not self.rpc.gone.is_set() and (msg := self.rpc.inbox.get()) is not None:
                 self._handle(msg, self._arrived.pop(id(msg), time.monotonic()))
         except Stop as stop:
             return stop.code
+        finally:
+            stop_watching()
+        if self.rpc.gone.is_set():
+            self.log("the client stopped reading: nothing more is sent")
         return 0
+
+    def _client_gone(self) -> None:
+        """Watcher thread: the client closed its end of stdout; stop writing, waiting and
+        sleeping at once."""
+        self.rpc.abandon()
+        self.player.wake.set()
 
     def _intercept(self, msg: Message) -> bool:
         """Reader thread: cancellations at once; every other message timed and queued."""

@@ -18,12 +18,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import orjson
 import polars as pl
 from polars._typing import PolarsDataType
 
 from acp_trace.errors import UsageError
 from acp_trace.files import output_dir, replacing, wants_directory, write_file
+from acp_trace.jsonrpc import json_bytes, json_text
 from acp_trace.render.escape import csv_safe
 from acp_trace.render.report.formats import rounded
 
@@ -61,12 +61,12 @@ def write_export(a: Analysis, fmt: str, out: str | os.PathLike[str]) -> list[Pat
         from acp_trace.render.perfetto import trace_events
 
         target = perfetto_target(out)
-        return [write_file(target, orjson.dumps(trace_events(a)))]
+        return [write_file(target, json_bytes(trace_events(a)))]
     if fmt == "otlp":
         from acp_trace.render.otlp import otlp_document
 
         doc, _left_out = otlp_document(a)
-        return [write_file(perfetto_target(out, OTLP_NAME), orjson.dumps(doc))]
+        return [write_file(perfetto_target(out, OTLP_NAME), json_bytes(doc))]
     if fmt not in ("parquet", "csv"):
         raise UsageError(f"--format {fmt}: expected one of {', '.join(FORMATS)}")
     folder = output_dir(out)
@@ -132,6 +132,5 @@ def json_nested(df: pl.DataFrame) -> pl.DataFrame:
     """Nested (list, struct, array) columns as JSON text, for CSV."""
     nested = [n for n, t in df.schema.items() if isinstance(t, pl.List | pl.Struct | pl.Array)]
     return df.with_columns(
-        pl.Series(n, [None if v is None else orjson.dumps(v).decode() for v in df[n].to_list()])
-        for n in nested
+        pl.Series(n, [None if v is None else json_text(v) for v in df[n].to_list()]) for n in nested
     )

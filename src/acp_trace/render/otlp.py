@@ -9,8 +9,9 @@ its resume request, with the marker as a span event and the gap and counts as at
 span per prompt turn (`prompt turn`) holding its `session/prompt` request. Ids follow OTLP's
 JSON encoding (hex, 16-byte trace ids, 8-byte span ids, derived from the trace id so a re-export
 gives the same ids); times are Unix nanoseconds as decimal strings: the header's `started_at`
-plus each record's `t_ns`. A trace without timestamps or without `started_at` is left out and
-named in the second value `otlp_document` returns. The OpenTelemetry Collector's `otlpjsonfile`
+plus each record's `t_ns`. A trace without timestamps or without `started_at`, or with a time
+OTLP cannot hold (before 1970 or from 2554-07-21 on: its times are unsigned 64-bit
+nanoseconds), is left out and named in the second value `otlp_document` returns. The OpenTelemetry Collector's `otlpjsonfile`
 receiver reads the file as it is.
 """
 
@@ -66,6 +67,18 @@ def _epoch_ns(started: Any) -> int | None:
     return int((when - EPOCH).total_seconds()) * 10**9 + when.microsecond * 1000
 
 
+UINT64_END = 2**64  # OTLP's times are fixed64 nanoseconds since the epoch: [0, 2**64)
+
+
+def _placeable(start: int, t_ns: pl.Series) -> bool:
+    """True when the trace has times and each of them, from `start`, is an OTLP time (not
+    before 1970, not after 2554-07-21): a record stamped -5e18 ns, or a start in 2600, is not."""
+    if t_ns.len() == 0:
+        return False
+    first, last = int(t_ns.min()), int(t_ns.max())  # type: ignore[arg-type]
+    return start + first >= 0 and start + last < UINT64_END
+
+
 def otlp_document(a: Analysis) -> tuple[dict[str, Any], list[str]]:
     """The ExportTraceServiceRequest as a JSON-ready dict, and the traces left out."""
     resources, left_out = [], []
@@ -73,7 +86,7 @@ def otlp_document(a: Analysis) -> tuple[dict[str, Any], list[str]]:
     for trace, head in a.headers.items():
         part = tl.filter(pl.col("trace") == trace)
         start = _epoch_ns(head.get("started_at"))
-        if start is None or part["t_ns"].drop_nulls().len() == 0:
+        if start is None or not _placeable(start, part["t_ns"].drop_nulls()):
             if part.filter(pl.col("kind") != "skipped").height:
                 left_out.append(trace)
             continue

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from acp_trace.jsonrpc import json_text, loads
+from acp_trace.jsonrpc import json_bytes, json_text, loads
 
 FORMAT_VERSION = 1
 SOURCES = ("client", "agent", "stderr", "tap")
@@ -96,7 +96,7 @@ def encode_record(seq: int, t_ns: int, src: str, payload: bytes) -> bytes:
 
 def encode_event(event: str, **fields: Any) -> bytes:
     """The payload of a tap event: `"event":"exit","code":0,...`."""
-    return orjson.dumps({"event": event, **fields})[1:-1]
+    return json_bytes({"event": event, **fields})[1:-1]
 
 
 # ---------------------------------------------------------------- reading msg text

@@ -22,7 +22,7 @@ import polars as pl
 from acp_trace.analysis.schema.catalog import PARTS, VERSIONS, schema
 from acp_trace.analysis.schema.explain import Problem, json_type, problems
 from acp_trace.analysis.schema.shapes import shape_expr
-from acp_trace.jsonrpc import MARKER_KIND, loads
+from acp_trace.jsonrpc import MARKER_KIND, clean_value, loads
 
 MESSAGE_KINDS = tuple(PARTS)
 SIDES = ("client", "agent")
@@ -247,7 +247,11 @@ def _judge(
     """The validator's errors for one value, without those the rules do not judge (an unknown
     `sessionUpdate` variant), and the problems of a `replay_complete` the schema predates."""
     validator = schema(version).validator(type_name)
-    errors = [] if validator.is_valid(value) else list(validator.iter_errors(value))
+    try:
+        errors = [] if validator.is_valid(value) else list(validator.iter_errors(value))
+    except UnicodeEncodeError:  # a lone surrogate, which jsonschema-rs cannot take: escaped
+        value = clean_value(value)
+        errors = [] if validator.is_valid(value) else list(validator.iter_errors(value))
     extra: list[Problem] = []
     update = value.get("update") if method == "session/update" and isinstance(value, dict) else None
     if not isinstance(update, dict):

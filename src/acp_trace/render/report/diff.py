@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 import polars as pl
 
 from acp_trace.analysis.diff import Diff
+from acp_trace.jsonrpc import json_bytes
 from acp_trace.render.report.document import Block, Heading, Paragraph, Table, to_markdown
 from acp_trace.render.report.text import format_table
 
@@ -138,9 +138,7 @@ def diff_json(d: Diff) -> dict[str, Any]:
 
 
 def format_diff_json(d: Diff) -> str:
-    return orjson.dumps(
-        diff_json(d), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
-    ).decode()
+    return json_bytes(diff_json(d), indent=True).decode()
 
 
 def format_diff(d: Diff, fmt: str) -> str:

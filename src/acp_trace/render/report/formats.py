@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import json
 import re
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
@@ -12,7 +11,7 @@ import orjson
 import polars as pl
 
 from acp_trace.errors import UsageError
-from acp_trace.jsonrpc import id_json
+from acp_trace.jsonrpc import id_json, json_bytes
 from acp_trace.render.escape import csv_safe, json_safe
 from acp_trace.render.report.text import format_findings, format_table
 
@@ -46,7 +45,7 @@ def rows_json(df: pl.DataFrame) -> list[dict[str, Any]]:
 
 def to_json(value: Any) -> str:
     """Indented JSON; characters a terminal would act on (C1, bidi controls) as escapes."""
-    return json_safe(orjson.dumps(value, option=JSON_OPTS).decode())
+    return json_safe(json_bytes(value, indent=True).decode())
 
 
 def to_csv(df: pl.DataFrame) -> str:
@@ -101,10 +100,7 @@ def check_output(analysis: Any, findings: pl.DataFrame, fmt: str) -> str:
 
 def _json_text(doc: Any) -> str:
     """Indented JSON; text orjson refuses (a lone surrogate from a trace) is written escaped."""
-    try:
-        return orjson.dumps(doc, option=JSON_OPTS).decode()
-    except orjson.JSONEncodeError:
-        return json.dumps(doc, indent=2, ensure_ascii=True) + "\n"
+    return json_bytes(doc, indent=True).decode()
 
 
 def junit(findings: pl.DataFrame, traces: pl.DataFrame, skipped: pl.DataFrame | None = None) -> str:

@@ -16,7 +16,16 @@ from acp_trace.errors import InputError, UsageError
 from acp_trace.files import check_file_target, output_dir, replacing, wants_directory
 from acp_trace.jsonrpc import is_message, loads
 from acp_trace.trace.format import header_items, header_timing
-from acp_trace.trace.importers import acpx, conductor, inspector, jsonrpc, thinkwell, zed
+from acp_trace.trace.importers import (
+    acpx,
+    conductor,
+    devtools,
+    inspector,
+    jsonrpc,
+    thinkwell,
+    vibe,
+    zed,
+)
 from acp_trace.trace.importers._common import (
     TraceBuilder,
     Unparsed,
@@ -35,6 +44,8 @@ CONVERTERS: dict[str, Converter] = {
     "inspector": inspector.convert,
     "thinkwell": thinkwell.convert,
     "acpx": acpx.convert,
+    "vibe": vibe.convert,
+    "acp-devtools": devtools.convert,
 }
 FORMATS = ("acp-trace", *CONVERTERS)
 DESCRIPTIONS = {
@@ -45,6 +56,8 @@ DESCRIPTIONS = {
     "inspector": "an ACP Inspector export (acp-inspector-trace JSONL)",
     "thinkwell": "a @thinkwell/conductor trace (JSONL with direction, source, target, message)",
     "acpx": "acpx --format json output (JSON-RPC messages one per line)",
+    "vibe": "mistral-vibe's ACP log (JSONL with ts, dir, msg)",
+    "acp-devtools": "an acp-devtools session export (a JSON document with version 1, session, messages)",
 }
 DETECT_LINES = 20  # lines looked at to recognize a line-based format
 
@@ -87,6 +100,10 @@ def classify(value: Any) -> str | None:
         return "thinkwell"
     if acpx.is_status(value) or acpx.is_error_report(value) or acpx.is_acpx_initialize(value):
         return "acpx"
+    if vibe.is_line(value):
+        return "vibe"
+    if devtools.is_export(value):
+        return "acp-devtools"
     return "jsonrpc" if is_message(value) else None
 
 

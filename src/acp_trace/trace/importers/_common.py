@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 
 from acp_trace import __version__
-from acp_trace.jsonrpc import loads
+from acp_trace.jsonrpc import clean_text, json_bytes, loads
 from acp_trace.trace.format import encode_event, encode_header, encode_payload, encode_record
 
 RECORDER = f"acp-trace {__version__} import"
@@ -28,11 +28,9 @@ class Unparsed:
 
 
 def dumps(value: Any) -> bytes:
-    """Compact JSON; falls back to the stdlib for integers orjson cannot hold."""
-    try:
-        return orjson.dumps(value)
-    except TypeError:
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+    """Compact JSON of a value from a capture (`jsonrpc.json_bytes`: huge integers exact, lone
+    surrogates escaped, never `Infinity`)."""
+    return json_bytes(value)
 
 
 def message_payload(raw: str, parsed: bool = False) -> bytes:
@@ -40,7 +38,10 @@ def message_payload(raw: str, parsed: bool = False) -> bytes:
 
     `parsed` says `raw` is known to be JSON already (it is then not parsed again).
     """
-    data = raw.encode("utf-8", errors="surrogateescape")
+    try:
+        data = raw.encode("utf-8", errors="surrogateescape")  # the source's bytes, as read
+    except UnicodeEncodeError:  # a lone surrogate a JSON source held as text: its escape
+        data = clean_text(raw).encode("utf-8", errors="surrogateescape")
     if b"\n" in data or b"\r" in data:
         try:
             return b'"msg":' + dumps(loads(data))

@@ -11,10 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from acp_trace.errors import InputError
-from acp_trace.jsonrpc import json_text, other_side
+from acp_trace.jsonrpc import json_bytes, json_text, other_side
 from acp_trace.trace.importers._common import (
     TraceBuilder,
     describe,
@@ -60,7 +58,7 @@ def _convert_entry(
     if src == "stderr":
         line = entry.get("params")
         text = line if isinstance(line, str) else json_text(line)
-        builder.record(None, "stderr", b'"text":' + orjson.dumps(text))
+        builder.record(None, "stderr", b'"text":' + json_bytes(text))
         return None
     kind = entry.get("_type")
     if kind not in TYPES:
