@@ -122,3 +122,20 @@ def test_odd_devtools_fields_are_counted_not_fatal(tmp_path: Path) -> None:
     ((_, lines),) = convert(path).items()
     assert lines[0]["unconverted"] == 2
     assert any(r.get("msg", {}).get("id") == 1 and r["t_ns"] is None for r in lines[1:])
+
+
+def test_a_real_vibe_log_converts_to_a_v1_load() -> None:
+    """A log mistral-vibe 3.0.3 (`vibe-acp`, offline, private HOME) wrote for initialize,
+    session/new and session/load: one trace of that agent, whose load replayed its history."""
+    a = acp_trace.analyze(DATA / "vibe-3.0.3-session-load.jsonl")
+    row = a.replays.row(0, named=True)
+    assert (row["agent"], row["agent_version"], row["protocol"]) == (
+        "@mistralai/mistral-vibe",
+        "3.0.3",
+        1,
+    )
+    assert row["method"] == "session/load" and row["outcome"] == "v1_loaded"
+    assert (
+        row["response_ms"] > 0
+        and a.headers[str(DATA / "vibe-3.0.3-session-load.jsonl")]["timing"] == "source"
+    )
