@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
     from acp_trace.record.ring import Ring, RingWriter
     from acp_trace.record.ring_memory import RingMemory
+    from acp_trace.record.tail import Tail
     from acp_trace.record.writer_process import Watchdog, WriterProcess
 
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -64,6 +65,7 @@ class _Tap:
         self.write_error: str | None = None
         self.unwritten = 0
         self.writer_ended = False
+        self.tail: Tail | None = None  # the account the tap finished (the writer could not)
         self._relayed = 0
 
     def run(self, stdin_fd: int, stdout_fd: int, stderr_fd: int) -> int:
@@ -78,6 +80,8 @@ class _Tap:
 
             if problem := self.target.commit():
                 self.warn(problem)
+            if self.target.notice:
+                self.warn(self.target.notice)
             self.ring = ring = Ring(self.options.queue_bytes)
             self.writer = start_writer(ring, self.target, proc, self.options, self._writer_main)
             self.out = out = RingWriter(ring, self.writer.wake_fd)
@@ -136,13 +140,12 @@ class _Tap:
         ring = self.ring
         assert ring is not None and self.out is not None
         out = self.out
-        lost = (
-            ring.ctl[DROPPED]
-            + ring.ctl[LOST]
-            + self.unwritten
-            + out.lost_events
-            + out.unsent_lines()
-        )
+        if self.tail is not None:  # the tap finished the account: it has every stream's loss
+            streams = self.tail.streams.values()
+            lost = sum(acc.dropped + acc.unwritten for acc in streams) + out.lost_events
+            lost += self.unwritten - self.tail.unwritten()  # events the trace did not get
+        else:
+            lost = ring.ctl[DROPPED] + ring.ctl[LOST] + out.lost_events + out.unsent_lines()
         return RecordResult(code, self.target.path, ring.ctl[WRITTEN], lost, self.write_error)
 
     def _thread(self, name: str, target: Callable[..., None], *args: Any) -> threading.Thread:
@@ -235,34 +238,60 @@ class _Tap:
                 self.out.event(time.monotonic_ns(), "error", message=message, cause="drain")
 
     def _finish_writer(self) -> None:
-        """Close the recording and wait for the writer while it makes progress (the grace
-        period without any at most); what a stuck or dead writer did not write is counted."""
-        from acp_trace.record.ring_reader import unread_lines
-
+        """Close the recording and wait for the writer for as long as it makes progress
+        (giving up after the grace period without any); when it had to be stopped, or died,
+        finish the trace in its place (tail.py): its account still reaches the trace."""
         assert self.out is not None and self.writer is not None and self.ring is not None
-        grace, writer = self.options.grace, self.writer
-        deadline = time.monotonic() + grace
-        while not self.out.close(time.monotonic_ns()) and writer.running():
-            if time.monotonic() > deadline or self.hurry:
-                break
-            time.sleep(0.005)
-        finished = writer.wait(grace, lambda: self.hurry)
+        grace, writer, out = self.options.grace, self.writer, self.out
+        closed = False
+
+        def close() -> None:
+            nonlocal closed
+            closed = closed or out.close(time.monotonic_ns())
+
+        finished = writer.wait(grace, lambda: self.hurry, close)
         self._relay()
-        if finished and writer.status == 0:
+        if finished and writer.status == 0 and closed:
             writer.close()
             return
-        self.unwritten = unread_lines(self.ring)
         if finished:
             self._check_writer()
-            message = f"{self.unwritten} records were not written"
+            reason = f"the trace writer ended early ({_status_text(writer.status)})"
         else:
-            message = (
+            reason = (
                 f"the trace {self.target.path} took no more records for {grace:g} s (a FIFO"
-                f" nobody reads, a hung disk?): {self.unwritten} records were not written"
+                " nobody reads, a hung disk, a stopped writer?); the recorder stopped its writer"
             )
+        self._finish_tail(reason)
+        writer.close()
+
+    def _finish_tail(self, reason: str) -> None:
+        """Count what the writer did not write; append it to the trace if the tap can."""
+        from acp_trace.record.account import describe
+        from acp_trace.record.tail import count_unread, write_tail
+        from acp_trace.record.writer import rfc3339
+        from acp_trace.trace.format import encode_header
+
+        assert self.out is not None and self.writer is not None and self.ring is not None
+        tail = count_unread(self.ring, self.t0, self.out.pending_gaps())
+        self.tail = tail
+        self.unwritten = tail.unwritten()
+        fd, written = self.writer.trace_fd, False
+        if fd is not None and not tail.state.stopped:
+            assert self.proc is not None
+            started_at, pid = rfc3339(self.wall_ns), self.proc.pid
+            written = write_tail(
+                fd, tail, reason, lambda: encode_header(self._header(started_at, pid))
+            )
+        if not written:
+            self.unwritten += len(tail.events)
+        where = "the recorder appended it to the trace" if written else "the trace does not hold it"
+        message = (
+            f"{reason}: {self.unwritten} records were not written"
+            f" ({describe(tail.streams)}; {where})"
+        )
         self.write_error = self.write_error or message
         self.warn(message)
-        writer.close()
 
     def _relay(self) -> None:
         """Print what the writer process said (a write error, a removed trace)."""
