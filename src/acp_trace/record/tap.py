@@ -154,22 +154,40 @@ class _Tap:
         return thread
 
     def _client(self, source: int, sink: int) -> None:
-        """Client to agent; at the client's EOF close the agent's stdin and start the grace."""
+        """Client to agent; at the client's EOF close the agent's stdin and start the grace.
+        When the agent closes its stdin first, close ours: the client's next write fails."""
         from acp_trace.record.pump import Pump
 
         assert self.out is not None and self.proc is not None and self.proc.stdin is not None
-        Pump(source, sink, "client", self.out).run()
+        pump = Pump(source, sink, "client", self.out, watch=True)
+        pump.run()
+        if pump.sink_closed:
+            _close_for_writer(source)
+            reason = "the agent closed its stdin: the recorder closed its own, as a pipe would"
+            self.out.event(time.monotonic_ns(), "closed", stream="client", reason=reason)
         with suppress(OSError):
             self.proc.stdin.close()
-        self.out.event(time.monotonic_ns(), "eof", stream="client")
-        self.client_eof.set()
+        if not pump.sink_closed:
+            self.out.event(time.monotonic_ns(), "eof", stream="client")
+            self.client_eof.set()
 
     def _agent(self, source: int, sink: int) -> None:
+        """Agent to client; at the agent's EOF the client sees EOF at once (the agent may go
+        on running). When the client closes its end first, close ours: the agent's next write
+        fails."""
         from acp_trace.record.pump import Pump
 
-        assert self.out is not None
-        Pump(source, sink, "agent", self.out).run()
+        assert self.out is not None and self.proc is not None and self.proc.stdout is not None
+        pump = Pump(source, sink, "agent", self.out, watch=True)
+        pump.run()
+        if pump.sink_closed:
+            with suppress(OSError):
+                self.proc.stdout.close()
+            reason = "the client closed the recorder's stdout: the recorder closed the agent's"
+            self.out.event(time.monotonic_ns(), "closed", stream="agent", reason=reason)
+            return
         self.out.event(time.monotonic_ns(), "eof", stream="agent")
+        _close_for_reader(sink)
 
     def _supervise(self, proc: subprocess.Popen[bytes]) -> int:
         """Wait for the agent; end it after the grace period once the client is gone, or
@@ -340,6 +358,13 @@ def _status_text(status: int | None) -> str:
     if os.WIFSIGNALED(status):
         return f"signal {os.WTERMSIG(status)}"
     return f"exit code {os.waitstatus_to_exitcode(status)}"
+
+
+def _close_for_writer(fd: int) -> None:
+    """Close our copy of the client's stdin (its next write fails); the fd stays valid."""
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, fd)
+    os.close(null)
 
 
 def _close_for_reader(fd: int) -> None:
