@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -61,3 +62,26 @@ def test_a_private_dir_is_not_warned_about(tmp_path: Path) -> None:
     done = subprocess.run(command, input=b"{}\n", capture_output=True, timeout=120)
     assert done.returncode == 0 and b"writable" not in done.stderr
     assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700
+
+
+def test_a_record_reaches_the_file_while_the_session_is_quiet(tmp_path: Path) -> None:
+    """One line, then silence: the record is in the trace file while nothing else happens
+    (the agent waits for a gate the test opens only once it read the record there), so a
+    reader of the file (`acp-trace watch`) sees it without more traffic to push it out. The
+    writer looks at the ring at least every 50 ms (writer.MAX_WAIT)."""
+    from acp_trace.record.writer import MAX_WAIT
+
+    assert MAX_WAIT <= 0.1
+    gate, trace = tmp_path / "gate", tmp_path / "trace.jsonl"
+    agent = [*AGENT, "--gate", str(gate), "--ready"]
+    command = [*RECORD, "-o", str(trace), "--", *agent]
+    with subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE) as proc:
+        assert proc.stdout is not None and proc.stdin is not None
+        assert proc.stdout.readline() == b'{"ready":true}\n'
+        deadline = time.monotonic() + 120  # a hang guard
+        while b'"ready":true' not in trace.read_bytes():
+            assert time.monotonic() < deadline, "the record never reached the file"
+            time.sleep(0.01)
+        gate.touch()
+        proc.stdin.close()
+        assert proc.wait(120) == 0
