@@ -272,6 +272,7 @@ class _Tap:
         if finished and writer.status == 0 and closed:
             writer.close()
             return
+        said = finished  # _check_writer tells stderr that the writer ended early, once
         if finished:
             self._check_writer()
             reason = f"the trace writer ended early ({_status_text(writer.status)})"
@@ -280,10 +281,10 @@ class _Tap:
                 f"the trace {self.target.path} took no more records for {grace:g} s (a FIFO"
                 " nobody reads, a hung disk, a stopped writer?); the recorder stopped its writer"
             )
-        self._finish_tail(reason)
+        self._finish_tail(reason, said)
         writer.close()
 
-    def _finish_tail(self, reason: str) -> None:
+    def _finish_tail(self, reason: str, said: bool) -> None:
         """Count what the writer did not write; append it to the trace if the tap can."""
         from acp_trace.record.account import describe
         from acp_trace.record.tail import count_unread, write_tail
@@ -305,7 +306,7 @@ class _Tap:
             self.unwritten += len(tail.events)
         where = "the recorder appended it to the trace" if written else "the trace does not hold it"
         message = (
-            f"{reason}: {self.unwritten} records were not written"
+            f"{'' if said else reason + ': '}{self.unwritten} records were not written"
             f" ({describe(tail.streams)}; {where})"
         )
         self.write_error = self.write_error or message
