@@ -83,11 +83,12 @@ def _writer_of(session: Session, pids: Path) -> int:
 
 
 def test_a_starved_writer_is_waited_for_and_every_line_is_accounted(tmp_path: Path) -> None:
-    """Busy processes on every CPU of the recorder (load ~10 on 2 cores) and the writer at
-    the lowest priority: the recorder waits for a writer that is slow but working, and the
-    trace holds every line or counts it, ending with `exit` and a balanced `account`."""
+    """Busy processes on every CPU of the recorder (2 per CPU and 2 more: load 6 or more on 2
+    cores, on top of whatever the machine runs): the recorder waits for a writer that is slow
+    but working, and the trace holds every line or counts it, ending with `exit` and a
+    balanced `account`."""
     pids = tmp_path / "tap-pid"
-    client_sends, agent_sends = _json_lines(21, 4000, 2000), _json_lines(22, 4000, 2000)
+    client_sends, agent_sends = _json_lines(21, 1000, 2000), _json_lines(22, 1000, 2000)
     with burners(2 * len(os.sched_getaffinity(0)) + 2):
         session = start_tap(
             tmp_path,
@@ -96,8 +97,7 @@ def test_a_starved_writer_is_waited_for_and_every_line_is_accounted(tmp_path: Pa
             client_args=("--pid-file", str(pids)),
         )
         try:
-            with suppress(ProcessLookupError, AssertionError):
-                os.setpriority(os.PRIO_PROCESS, _writer_of(session, pids), 19)
+            _writer_of(session, pids)  # the writer started (and is starved from its start)
             run = session.finish(timeout=900)
         finally:
             if session.proc.poll() is None:
