@@ -20,6 +20,7 @@ from scripts.taprun import (
     AGENT,
     RECORD,
     SECRET,
+    assert_account,
     assert_recorded,
     assert_transparent,
     run_tap,
@@ -48,8 +49,9 @@ def test_forwarding_is_byte_identical_and_every_line_is_recorded(tmp_path: Path)
     assert run.stderr_bytes == stderr + b"agent: stdin closed\n"
     assert all("msg" not in rec for rec, _ in run.of("stderr"))
     assert {e["stream"] for e in run.events("eof")} == {"client", "agent"}
-    assert run.events("exit") == [run.records[-1]]
-    assert run.records[-1] | {"seq": 0, "t_ns": 0} == {
+    assert run.events("exit") == [run.records[-2]]
+    assert run.events("account") == [run.records[-1]]
+    assert run.records[-2] | {"seq": 0, "t_ns": 0} == {
         "seq": 0, "t_ns": 0, "src": "tap", "event": "exit", "code": 0, "signal": None
     }  # fmt: skip
 
@@ -235,8 +237,9 @@ def test_a_file_size_limit_leaves_a_valid_trace_ending_with_an_error(tmp_path: P
     assert "file size limit of 8192 bytes (RLIMIT_FSIZE)" in run.stderr
     assert (tmp_path / "trace.jsonl").stat().st_size <= 8192
     assert len(run.records) > 10
-    last = run.records[-1]
+    last = run.records[-2]
     assert last["event"] == "error" and "RLIMIT_FSIZE" in last["message"]
+    assert_account(run, "client", data, written=False)
 
 
 def test_redaction_changes_the_record_not_the_traffic(tmp_path: Path) -> None:

@@ -198,6 +198,19 @@ def assert_payload(rec: dict[str, Any], raw: bytes, line: bytes) -> None:
         assert base64.b64decode(rec["b64"]) == line
 
 
+def assert_account(run: Run, src: str, sent: bytes, *, written: bool = True) -> None:
+    """The trace ends with an `account` event whose numbers for `src` are the lines of `sent`,
+    the records and `dropped` events of the trace, and (with `written`) nothing unwritten."""
+    assert run.records and run.records[-1].get("event") == "account", "no account at the end"
+    counts = run.records[-1]["streams"][src]
+    records = len(run.of(src))
+    dropped = sum(e["count"] for e in run.events("dropped") if e.get("stream") == src)
+    assert counts["lines"] == len(expected_lines(sent)), f"{src}: {counts}"
+    assert counts["recorded"] == records and counts["dropped"] == dropped, f"{src}: {counts}"
+    assert counts["recorded"] + counts["dropped"] + counts["unwritten"] == counts["lines"]
+    assert (counts["unwritten"] == 0) is written, f"{src}: {counts}"
+
+
 def assert_transparent(
     run: Run, client_sends: bytes, agent_sends: bytes, *, drops: bool = False
 ) -> None:
@@ -209,3 +222,5 @@ def assert_transparent(
         assert run.events("dropped") == []
     assert_recorded(run, "client", client_sends, drops=drops)
     assert_recorded(run, "agent", agent_sends, drops=drops)
+    assert_account(run, "client", client_sends)
+    assert_account(run, "agent", agent_sends)

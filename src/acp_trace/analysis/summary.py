@@ -46,6 +46,10 @@ SUMMARY_SCHEMA: dict[str, Any] = {
     "trace_removed": pl.Boolean,
     "exit_code": pl.Int64,
     "exit_signal": pl.Int64,
+    # the recorder's `account` (issue 26): lines the trace could not take, and whether the
+    # recording ended as a recording should (an `exit` event; a balanced account when present)
+    "unwritten": pl.Int64,
+    "ended": pl.String,
     "by_method": pl.List(pl.Struct({"name": pl.String, "count": pl.Int64})),
     "by_update_kind": pl.List(pl.Struct({"name": pl.String, "count": pl.Int64})),
 }
@@ -103,9 +107,38 @@ def _summary_row(trace: str, part: pl.DataFrame, conn: Connection) -> tuple[Any,
         any(e.get("cause") == "removed" for _seq, e in errors),
         as_int(last_exit.get("code")),
         as_int(last_exit.get("signal")),
+        *_account(events, bool(exits), header.height > 0 and not _imported(header)),
         _counts(messages, "method"),
         _counts(messages, "update_kind"),
     )
+
+
+def _imported(header: pl.DataFrame) -> bool:
+    head = loads(header["text"][0])
+    return isinstance(head, dict) and "imported_from" in head
+
+
+def _account(events: pl.DataFrame, exited: bool, recorded: bool) -> tuple[int | None, str]:
+    """(lines not written, how the recording ended): `complete` (an `exit` event and, when
+    there is one, a balanced `account`), `no exit` (the recorder was killed or the trace cut
+    short), `unbalanced` (an account whose numbers do not add up), `unknown` (not recorded by
+    the tap: an imported trace)."""
+    texts = events.filter(pl.col("event") == "account")["text"]
+    streams = loads(texts[-1]).get("streams") if texts.len() else None
+    unwritten: int | None = None
+    balanced = True
+    if isinstance(streams, dict):
+        unwritten = 0
+        for counts in streams.values():
+            numbers = {k: as_int(counts.get(k)) or 0 for k in ("lines", "recorded", "dropped")}
+            missing = as_int(counts.get("unwritten")) or 0
+            unwritten += missing
+            balanced &= numbers["recorded"] + numbers["dropped"] + missing == numbers["lines"]
+    if not recorded:
+        return unwritten, "unknown"
+    if not exited:
+        return unwritten, "no exit"
+    return unwritten, "complete" if balanced else "unbalanced"
 
 
 def _tap_problems(

@@ -9,6 +9,7 @@ is in the recording before the agent can have read it, let alone answered.
 from __future__ import annotations
 
 import os
+import select
 import time
 from contextlib import suppress
 
@@ -16,6 +17,7 @@ from acp_trace.record.ring import RingWriter
 
 READ_SIZE = 64 << 10
 RETRY = 0.01  # seconds before retrying a read or write that ran out of memory
+GONE = select.POLLERR | select.POLLHUP | select.POLLNVAL
 
 
 class Pump:
@@ -23,11 +25,20 @@ class Pump:
     source's end or a read error stops it: an error in handing on or forwarding is recorded
     (once) and the stream goes on. `_once` is the forwarding path: kept short on purpose."""
 
-    def __init__(self, source: int, sink: int, src: str, out: RingWriter) -> None:
+    def __init__(
+        self, source: int, sink: int, src: str, out: RingWriter, *, watch: bool = False
+    ) -> None:
         self.source, self.sink, self.src, self.out = source, sink, src, out
         self.forwarding = True
+        self.sink_closed = False  # the sink's reader closed its end (`watch`)
         self._said: set[str] = set()
         self._read, self._write, self._hand_on = os.read, os.write, out.chunk
+        self._poll = None
+        if watch:  # wait for the source or for the sink's reader to go, whichever comes first
+            poller = select.poll()
+            poller.register(source, select.POLLIN)
+            poller.register(sink, 0)  # a pipe's write end reports POLLERR once nobody reads
+            self._poll = poller.poll
 
     def run(self) -> None:
         while True:
@@ -40,6 +51,8 @@ class Pump:
         self.out.end(self.src, time.monotonic_ns())
 
     def _once(self) -> bool:
+        if self._poll is not None and self._sink_gone():
+            return False
         try:
             chunk = self._read(self.source, READ_SIZE)
             t = time.monotonic_ns()  # the stamp: before anything else
@@ -64,6 +77,15 @@ class Pump:
             if done < len(chunk):
                 self._forward(chunk, done)
         return True
+
+    def _sink_gone(self) -> bool:
+        """Wait until the source can be read; True when the sink's reader has gone instead
+        (the stream then ends here, as it would without the tap in between)."""
+        for fd, events in self._poll():  # type: ignore[misc]
+            if fd == self.sink and events & GONE:
+                self.sink_closed = True
+                return True
+        return False
 
     def _not_recorded(self, chunk: bytes, exc: Exception) -> None:
         with suppress(Exception):

@@ -50,7 +50,9 @@ CONTROL = mmap.PAGESIZE
 # (records written, not written after a failure, dropped from a full ring; whether it is done;
 # where its messages end).
 PUT, TAKEN, TAKEN_AT, AGENT_REAPED, WRITTEN, LOST, DROPPED, WRITER_DONE, MESSAGES_END = range(9)
-MESSAGES_AT = 256  # bytes: messages from the writer (length, then UTF-8), to the page's end
+# The writer's account so far (writer_state.py): two copies, and which one is whole.
+STATE_INDEX, STATE_AT = 15, (16, 64)
+MESSAGES_AT = 1024  # bytes: messages from the writer (length, then UTF-8), to the page's end
 
 _FENCE = threading.Lock()
 _FENCE.acquire()
@@ -206,6 +208,11 @@ class RingWriter:
     def put_total(self) -> int:
         """Bytes put so far (wraps included)."""
         return self._put
+
+    def pending_gaps(self) -> list[tuple[str, int, int, bool]]:
+        """(stream, bytes, newlines, ended) of the dropped chunks no GAP frame told yet."""
+        with self._lock:
+            return [(SOURCES[c], g[0], g[1], bool(g[2])) for c, g in self._gaps.items()]
 
     def unsent_lines(self) -> int:
         """Lines in dropped chunks whose GAP frame never made it into the ring (at the end)."""

@@ -26,14 +26,18 @@ class RingReader:
     """The consumer side, used by the writer process (and by the tap, to count what a stopped
     writer left unread)."""
 
-    def __init__(self, ring: Ring) -> None:
+    def __init__(self, ring: Ring, taken: int | None = None, offset: int | None = None) -> None:
         self._ring = ring
-        self._taken = ring.ctl[TAKEN]
-        self._offset = ring.ctl[TAKEN_AT]
+        self._taken = ring.ctl[TAKEN] if taken is None else taken
+        self._offset = ring.ctl[TAKEN_AT] if offset is None else offset
 
     def pending(self) -> int:
         """Bytes put and not yet taken."""
         return self._ring.ctl[PUT] - self._taken
+
+    def offset(self) -> int:
+        """The ring offset of the next frame."""
+        return self._offset
 
     def taken(self) -> int:
         """Bytes taken so far (frames, and the space a WRAP skips)."""

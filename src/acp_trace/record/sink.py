@@ -86,14 +86,45 @@ class TraceSink:
             self._good = len(header)
         self._fail(os.strerror(errno.ENOSPC))
 
-    def write(self, lines: list[bytes], first_seq: int) -> None:
-        """Append records `first_seq`, `first_seq + 1`, ... or count them as lost."""
+    @property
+    def good(self) -> int:
+        """Bytes of whole lines in the trace."""
+        return self._good
+
+    @property
+    def last_seq(self) -> int:
+        """The `seq` of the trace's last line (0 after the header)."""
+        return self._last_seq
+
+    def write(self, lines: list[bytes], first_seq: int) -> int:
+        """Append records `first_seq`, `first_seq + 1`, ... or count them as lost; how many
+        were written (the first ones: the rest were not)."""
+        before = self.written
         if lines and not self.stopped:
             self._write(lines, first_seq=first_seq)
         elif lines:
             self.lost += len(lines)
         if not self.stopped and time.monotonic() - self._checked > CHECK_EVERY:
             self.check_removed()
+        return self.written - before
+
+    def write_last(self, line: Callable[[int], bytes]) -> bool:
+        """Append the trace's last line (`line(seq)`, the account) even after a failed write,
+        in the room kept for it; False when it could not be written (the trace is removed or
+        the disk takes nothing)."""
+        if self._fd < 0:
+            return False
+        if not self.stopped:
+            return self.write([line(self._last_seq + 1)], self._last_seq + 1) == 1
+        data = line(self._last_seq + 1)
+        try:
+            _write_all(self._fd, [data])
+        except OSError:
+            self._cut_back()
+            return False
+        self._good += len(data)
+        self._last_seq += 1
+        return True
 
     def check_removed(self) -> None:
         """Stop when the trace no longer has a name (it or its directory was removed)."""
@@ -113,7 +144,22 @@ class TraceSink:
     def close(self) -> None:
         if not self.stopped:
             self.check_removed()
+        if self._regular and self._good == 0 and self._fd >= 0:
+            self._remove_empty()
         self._close()
+
+    def _remove_empty(self) -> None:
+        """Leave no empty trace behind (a disk that took not even the header): remove it,
+        if its name is still this file's, and say so."""
+        try:
+            mine, named = os.fstat(self._fd), os.lstat(self._path)
+            if (mine.st_dev, mine.st_ino) != (named.st_dev, named.st_ino):
+                return
+            os.unlink(self._path)
+        except OSError:
+            return
+        why = f" ({self.error})" if self.error else ""
+        self._say(f"the trace {self._path} took not even its header{why}: it was removed")
 
     # ------------------------------------------------------------ writing
 
@@ -167,6 +213,7 @@ class TraceSink:
         self.error = f"cannot write the trace {self._path}: {reason}"
         self._say(f"{self.error}; forwarding goes on, the trace stops here")
         self._cut_back()
+        self._reserve(2 * EVENT_ROOM)  # best effort: room for this event and the account
         self._append_error(self.error, "write")
         self.stopped = True
 
@@ -178,6 +225,7 @@ class TraceSink:
             self._cut_back()
         else:
             self._good += len(line)
+            self._last_seq += 1
 
     def _cut_back(self) -> None:
         if self._regular:

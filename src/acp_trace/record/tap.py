@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
     from acp_trace.record.ring import Ring, RingWriter
     from acp_trace.record.ring_memory import RingMemory
+    from acp_trace.record.tail import Tail
     from acp_trace.record.writer_process import Watchdog, WriterProcess
 
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -64,6 +65,7 @@ class _Tap:
         self.write_error: str | None = None
         self.unwritten = 0
         self.writer_ended = False
+        self.tail: Tail | None = None  # the account the tap finished (the writer could not)
         self._relayed = 0
 
     def run(self, stdin_fd: int, stdout_fd: int, stderr_fd: int) -> int:
@@ -78,6 +80,8 @@ class _Tap:
 
             if problem := self.target.commit():
                 self.warn(problem)
+            if self.target.notice:
+                self.warn(self.target.notice)
             self.ring = ring = Ring(self.options.queue_bytes)
             self.writer = start_writer(ring, self.target, proc, self.options, self._writer_main)
             self.out = out = RingWriter(ring, self.writer.wake_fd)
@@ -136,13 +140,12 @@ class _Tap:
         ring = self.ring
         assert ring is not None and self.out is not None
         out = self.out
-        lost = (
-            ring.ctl[DROPPED]
-            + ring.ctl[LOST]
-            + self.unwritten
-            + out.lost_events
-            + out.unsent_lines()
-        )
+        if self.tail is not None:  # the tap finished the account: it has every stream's loss
+            streams = self.tail.streams.values()
+            lost = sum(acc.dropped + acc.unwritten for acc in streams) + out.lost_events
+            lost += self.unwritten - self.tail.unwritten()  # events the trace did not get
+        else:
+            lost = ring.ctl[DROPPED] + ring.ctl[LOST] + out.lost_events + out.unsent_lines()
         return RecordResult(code, self.target.path, ring.ctl[WRITTEN], lost, self.write_error)
 
     def _thread(self, name: str, target: Callable[..., None], *args: Any) -> threading.Thread:
@@ -151,22 +154,40 @@ class _Tap:
         return thread
 
     def _client(self, source: int, sink: int) -> None:
-        """Client to agent; at the client's EOF close the agent's stdin and start the grace."""
+        """Client to agent; at the client's EOF close the agent's stdin and start the grace.
+        When the agent closes its stdin first, close ours: the client's next write fails."""
         from acp_trace.record.pump import Pump
 
         assert self.out is not None and self.proc is not None and self.proc.stdin is not None
-        Pump(source, sink, "client", self.out).run()
+        pump = Pump(source, sink, "client", self.out, watch=True)
+        pump.run()
+        if pump.sink_closed:
+            _close_for_writer(source)
+            reason = "the agent closed its stdin: the recorder closed its own, as a pipe would"
+            self.out.event(time.monotonic_ns(), "closed", stream="client", reason=reason)
         with suppress(OSError):
             self.proc.stdin.close()
-        self.out.event(time.monotonic_ns(), "eof", stream="client")
-        self.client_eof.set()
+        if not pump.sink_closed:
+            self.out.event(time.monotonic_ns(), "eof", stream="client")
+            self.client_eof.set()
 
     def _agent(self, source: int, sink: int) -> None:
+        """Agent to client; at the agent's EOF the client sees EOF at once (the agent may go
+        on running). When the client closes its end first, close ours: the agent's next write
+        fails."""
         from acp_trace.record.pump import Pump
 
-        assert self.out is not None
-        Pump(source, sink, "agent", self.out).run()
+        assert self.out is not None and self.proc is not None and self.proc.stdout is not None
+        pump = Pump(source, sink, "agent", self.out, watch=True)
+        pump.run()
+        if pump.sink_closed:
+            with suppress(OSError):
+                self.proc.stdout.close()
+            reason = "the client closed the recorder's stdout: the recorder closed the agent's"
+            self.out.event(time.monotonic_ns(), "closed", stream="agent", reason=reason)
+            return
         self.out.event(time.monotonic_ns(), "eof", stream="agent")
+        _close_for_reader(sink)
 
     def _supervise(self, proc: subprocess.Popen[bytes]) -> int:
         """Wait for the agent; end it after the grace period once the client is gone, or
@@ -235,34 +256,61 @@ class _Tap:
                 self.out.event(time.monotonic_ns(), "error", message=message, cause="drain")
 
     def _finish_writer(self) -> None:
-        """Close the recording and wait for the writer while it makes progress (the grace
-        period without any at most); what a stuck or dead writer did not write is counted."""
-        from acp_trace.record.ring_reader import unread_lines
-
+        """Close the recording and wait for the writer for as long as it makes progress
+        (giving up after the grace period without any); when it had to be stopped, or died,
+        finish the trace in its place (tail.py): its account still reaches the trace."""
         assert self.out is not None and self.writer is not None and self.ring is not None
-        grace, writer = self.options.grace, self.writer
-        deadline = time.monotonic() + grace
-        while not self.out.close(time.monotonic_ns()) and writer.running():
-            if time.monotonic() > deadline or self.hurry:
-                break
-            time.sleep(0.005)
-        finished = writer.wait(grace, lambda: self.hurry)
+        grace, writer, out = self.options.grace, self.writer, self.out
+        closed = False
+
+        def close() -> None:
+            nonlocal closed
+            closed = closed or out.close(time.monotonic_ns())
+
+        finished = writer.wait(grace, lambda: self.hurry, close)
         self._relay()
-        if finished and writer.status == 0:
+        if finished and writer.status == 0 and closed:
             writer.close()
             return
-        self.unwritten = unread_lines(self.ring)
+        said = finished  # _check_writer tells stderr that the writer ended early, once
         if finished:
             self._check_writer()
-            message = f"{self.unwritten} records were not written"
+            reason = f"the trace writer ended early ({_status_text(writer.status)})"
         else:
-            message = (
+            reason = (
                 f"the trace {self.target.path} took no more records for {grace:g} s (a FIFO"
-                f" nobody reads, a hung disk?): {self.unwritten} records were not written"
+                " nobody reads, a hung disk, a stopped writer?); the recorder stopped its writer"
             )
+        self._finish_tail(reason, said)
+        writer.close()
+
+    def _finish_tail(self, reason: str, said: bool) -> None:
+        """Count what the writer did not write; append it to the trace if the tap can."""
+        from acp_trace.record.account import describe
+        from acp_trace.record.tail import count_unread, write_tail
+        from acp_trace.record.writer import rfc3339
+        from acp_trace.trace.format import encode_header
+
+        assert self.out is not None and self.writer is not None and self.ring is not None
+        tail = count_unread(self.ring, self.t0, self.out.pending_gaps())
+        self.tail = tail
+        self.unwritten = tail.unwritten()
+        fd, written = self.writer.trace_fd, False
+        if fd is not None and not tail.state.stopped:
+            assert self.proc is not None
+            started_at, pid = rfc3339(self.wall_ns), self.proc.pid
+            written = write_tail(
+                fd, tail, reason, lambda: encode_header(self._header(started_at, pid))
+            )
+        if not written:
+            self.unwritten += len(tail.events)
+        where = "the recorder appended it to the trace" if written else "the trace does not hold it"
+        message = (
+            f"{'' if said else reason + ': '}{self.unwritten} records were not written"
+            f" ({describe(tail.streams)}; {where})"
+        )
         self.write_error = self.write_error or message
         self.warn(message)
-        writer.close()
 
     def _relay(self) -> None:
         """Print what the writer process said (a write error, a removed trace)."""
@@ -311,6 +359,13 @@ def _status_text(status: int | None) -> str:
     if os.WIFSIGNALED(status):
         return f"signal {os.WTERMSIG(status)}"
     return f"exit code {os.waitstatus_to_exitcode(status)}"
+
+
+def _close_for_writer(fd: int) -> None:
+    """Close our copy of the client's stdin (its next write fails); the fd stays valid."""
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, fd)
+    os.close(null)
 
 
 def _close_for_reader(fd: int) -> None:

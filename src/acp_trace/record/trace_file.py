@@ -50,6 +50,7 @@ class TraceTarget:
 
     def __init__(self, path: Path, fd: int | None, created: bool, temp: Path | None = None):
         self.path, self.fd, self.created, self.temp = path, fd, created, temp
+        self.notice: str | None = None  # what a person should know (a world-writable folder)
 
     def commit(self) -> str | None:
         """Put a replacing trace in place (the agent runs); a problem, if one occurred."""
@@ -118,7 +119,9 @@ def open_trace(
     for attempt in range(1, 100):
         path = folder / (name if attempt == 1 else f"{name.removesuffix('.jsonl')}-{attempt}.jsonl")
         with suppress(FileExistsError):
-            return TraceTarget(path, _create(path), created=True)
+            target = TraceTarget(path, _create(path), created=True)
+            target.notice = _open_to_all(folder)
+            return target
     raise RecordError(f"{folder}: cannot find a free name for {name}")
 
 
@@ -209,6 +212,22 @@ def _create(path: Path) -> int:
         raise RecordError(f"{path}: cannot create the trace ({exc.strerror or exc})") from exc
     os.fchmod(fd, 0o600)  # whatever the umask
     return fd
+
+
+def _open_to_all(folder: Path) -> str | None:
+    """A warning when `folder` (or what a link there points to) is world-writable."""
+    try:
+        mode = os.stat(folder).st_mode
+    except OSError:
+        return None
+    if not mode & stat.S_IWOTH:
+        return None
+    return (
+        f"{folder} is writable by every user (mode {stat.S_IMODE(mode):04o}): the trace is"
+        " private (0600), but others can see its name"
+        + ("" if mode & stat.S_ISVTX else ", and rename or remove it")
+        + "; --dir a private directory avoids that"
+    )
 
 
 def _make_private_dirs(folder: Path) -> None:

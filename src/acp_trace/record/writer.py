@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from acp_trace.record import account
+from acp_trace.record.account import StreamAccount, WriterState
 from acp_trace.record.options import RecordOptions
 from acp_trace.record.redact import RedactionPolicy, Redactor, line_payload
 from acp_trace.record.ring import (
@@ -101,6 +103,7 @@ class Encoder:
         self.closed = False
         self.dropped = 0  # lines lost in gaps (chunks a full ring dropped)
         self._streams = {src: Stream() for src in STREAMS}
+        self.accounts = {src: StreamAccount() for src in STREAMS}  # account.py
 
     def frame(self, frame: Frame, out: list[bytes]) -> None:
         self.t = t = max(frame.t - self.t0, self.t)
@@ -127,15 +130,25 @@ class Encoder:
             seq, self.t, "tap", encode_event("error", message=message, cause=cause)
         )
 
+    def state(self) -> dict[str, StreamAccount]:
+        """The accounts, with the state of each stream's current line."""
+        for src, stream in self._streams.items():
+            acc = self.accounts[src]
+            acc.skipping, acc.pending = stream.skipping, stream.total > 0
+        return self.accounts
+
     def finish(self, out: list[bytes]) -> None:
         """Record every stream's unfinished line (the recording ends without its END frames)."""
         for src in STREAMS:
             self._end(src, self.t, out)
 
     def _chunk(self, stream: Stream, src: str, t: int, data: bytes, out: list[bytes]) -> None:
+        acc = self.accounts[src]
+        acc.bytes += len(data)
         parts = data.split(b"\n")
         rest = parts.pop()
         if parts:
+            acc.lines += len(parts)
             if stream.skipping:  # the first part ends a line whose start was dropped
                 stream.skipping = False
                 del parts[0]
@@ -154,6 +167,8 @@ class Encoder:
 
     def _end(self, src: str, t: int, out: list[bytes]) -> None:
         stream = self._streams[src]
+        if stream.total or stream.skipping:
+            self.accounts[src].lines += 1
         stream.skipping = False
         if stream.total:
             line, total = stream.take()
@@ -162,13 +177,17 @@ class Encoder:
     def _gap(self, frame: Frame, out: list[bytes]) -> None:
         """Chunks the tap had to drop: the lines they touched are lost, and counted (a line
         already being skipped since an earlier gap is counted once)."""
-        _lost, newlines, ended = frame.gap()
+        lost, newlines, ended = frame.gap()
         stream = self._streams[frame.src]
         counted = stream.skipping
         stream.take()
         stream.skipping = not ended
         count = newlines + (0 if ended else 1) - (1 if counted else 0)
+        acc = self.accounts[frame.src]
+        acc.bytes += lost
+        acc.lines += newlines
         if count:
+            acc.dropped += count
             self.dropped += count
             self.event(out, "dropped", count=count, stream=frame.src)
 
@@ -181,6 +200,7 @@ class Encoder:
         if not eol:
             payload = b'"eol":false,' + payload
         self.seq += 1
+        self.accounts[src].recorded += 1
         out.append(encode_record(self.seq, t, src, payload))
         if failure is not None:
             why = f"{type(failure).__name__}: {failure}"[:200]
@@ -201,8 +221,11 @@ class Writer:
     """The writer loop: frames from the ring, records to the sink, until the recording ends
     (the tap's CLOSE frame, or the watchdog found the tap gone and the ring is empty)."""
 
-    def __init__(self, ring: Ring, encoder: Encoder, wake_fd: int) -> None:
+    def __init__(
+        self, ring: Ring, encoder: Encoder, wake_fd: int, say: Callable[[str], None] | None = None
+    ) -> None:
         self._ring, self._encoder, self._wake_fd = ring, encoder, wake_fd
+        self._say = say or ring.post
         self._sink: TraceSink
         self._reader = RingReader(ring)
         self._late: list[tuple[str, dict[str, Any]]] = []
@@ -226,6 +249,7 @@ class Writer:
                 break
             self._sleep(wait)
             wait = min(wait * 2, MAX_WAIT)
+        self._account()
         self._sink.close()
         self._publish()
         self.finished.set()
@@ -244,7 +268,9 @@ class Writer:
             self._encoder.event(out, name, **fields)
         if not took and not out:
             return False
-        self._sink.write(out, first)
+        written = self._sink.write(out, first)
+        if written < len(out):
+            self._unwritten(out[written:])
         self._reader.release()
         self._publish()
         return True
@@ -255,10 +281,42 @@ class Writer:
             with suppress(OSError):
                 os.read(self._wake_fd, 4096)
 
+    def _unwritten(self, lines: list[bytes]) -> None:
+        """Move the lines of a batch the trace did not take from `recorded` to `unwritten`."""
+        accounts = self._encoder.accounts
+        for line in lines:
+            at = line.find(b'"src":"') + 7
+            acc = accounts.get(line[at : line.find(b'"', at)].decode("ascii", "replace"))
+            if acc is not None:
+                acc.recorded -= 1
+                acc.unwritten += 1
+
+    def _account(self) -> None:
+        """End the trace with the `account` event (in the room kept for it after a failed
+        write); when even that cannot be written, say the account on stderr."""
+        encoder = self._encoder
+        streams = encoder.state()
+        fields = account.event_fields(streams, writer="writer")
+        event = encode_event("account", **fields)
+        if not self._sink.write_last(lambda seq: encode_record(seq, encoder.t, "tap", event)):
+            self._say(f"the trace does not hold its account: {account.describe(streams)}")
+        self._publish()
+
     def _publish(self) -> None:
-        self._ring.ctl[WRITTEN] = self._sink.written
-        self._ring.ctl[LOST] = self._sink.lost
-        self._ring.ctl[DROPPED] = self._encoder.dropped
+        sink, ctl = self._sink, self._ring.ctl
+        ctl[WRITTEN] = sink.written
+        ctl[LOST] = sink.lost
+        ctl[DROPPED] = self._encoder.dropped
+        state = WriterState(
+            sink.good,
+            sink.last_seq,
+            self._encoder.t,
+            self._reader.taken(),
+            self._reader.offset(),
+            sink.stopped,
+            self._encoder.state(),
+        )
+        account.publish(self._ring, state)
 
 
 def rfc3339(wall_ns: int) -> str:
@@ -287,7 +345,7 @@ def run_writer(
         if watchdog.tap_gone.is_set():  # nobody relays it any more
             os.write(2, f"acp-trace: {message}\n".encode("utf-8", "replace"))
 
-    writer = Writer(ring, encoder, wake_fd)
+    writer = Writer(ring, encoder, wake_fd, say)
     watchdog.start(writer.late_event, writer.finished)  # before an open that may wait
     sink = TraceSink.open(target, say, encoder.event_line)
     writer.run(sink, header(), watchdog)

@@ -4,9 +4,9 @@
   no other thread. It keeps the ring, the trace, a wake-up pipe and the read end of a
   lifeline pipe whose write end only the tap holds; it ignores SIGINT, SIGTERM and SIGHUP
   (the tap decides when the recording ends) and SIGXFSZ (a file size limit fails a write). It
-  runs at nice 10: when the cores are busy, the traffic (the tap, the agent, the editor) goes
-  first, and the writer catches up from the queue afterwards (a full queue drops records, and
-  counts them). A
+  runs at the tap's priority (WRITER_NICE): a writer niced below the traffic was starved on a
+  busy machine (load 10 on 2 cores: a few percent of a core), so the tap waited minutes for it
+  at the end; the queue absorbs bursts, and a full queue drops records and counts them. A
   watchdog thread in it reads the lifeline: when the tap dies before it reaped the agent, the
   watchdog ends the agent's process group (SIGTERM, then SIGKILL after the grace period: the
   agent's children too), records that, and gives the writer the grace period to finish.
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import signal
+import stat
 import subprocess
 import threading
 import time
@@ -27,15 +28,19 @@ from acp_trace.record.options import RecordOptions
 from acp_trace.record.ring import AGENT_REAPED, TAKEN, WRITER_DONE, WRITTEN, Ring
 from acp_trace.record.trace_file import TraceTarget
 
-MAX_FINISH = 60.0  # seconds the tap waits at most for its writer at the end
-WRITER_NICE = 10  # below the tap and the agent: on a busy machine the traffic goes first
+HURRIED_FINISH = 3.0  # seconds the tap waits at most for its writer once told to hurry
+WRITER_NICE = 0  # the tap's own: niced, the writer starved on a busy machine (issue 26)
+IMPORT_NICE = 5  # the writer's imports, while the agent starts: a little below the agent
 
 
 class WriterProcess:
     """The tap's handle on its writer process."""
 
-    def __init__(self, pid: int, ring: Ring, wake_fd: int, lifeline_fd: int) -> None:
+    def __init__(
+        self, pid: int, ring: Ring, wake_fd: int, lifeline_fd: int, trace_fd: int | None = None
+    ) -> None:
         self.pid, self.ring, self.wake_fd, self.lifeline_fd = pid, ring, wake_fd, lifeline_fd
+        self.trace_fd = trace_fd  # the tap's copy of a regular trace (tail.py finishes it)
         self.status: int | None = None
 
     def running(self) -> bool:
@@ -48,20 +53,24 @@ class WriterProcess:
             self.status = 0 if self.status is None else self.status
         return False
 
-    def wait(self, stall: float, hurry: Callable[[], bool]) -> bool:
-        """Wait for the writer to finish while it makes progress (takes frames, writes
-        records or uses CPU, as a long line's encoding does), giving up after `stall` seconds
-        without any, or MAX_FINISH seconds in all (one second without progress, or three in
-        all, once `hurry()`); True when it finished, False when it had to be stopped."""
+    def wait(
+        self, stall: float, hurry: Callable[[], bool], step: Callable[[], object] = lambda: None
+    ) -> bool:
+        """Wait for the writer to finish for as long as it makes progress (takes frames,
+        writes records, runs or waits for a CPU: a starved writer is slow, not stalled),
+        giving up after `stall` seconds without any (one second, and three in all, once
+        `hurry()`); `step()` is called at each look. True when it finished, False when it
+        had to be stopped."""
         start = since = time.monotonic()
         progress = self._progress()
         while self.running():
+            step()
             now = time.monotonic()
-            if (current := self._progress()) != progress:
+            if (current := self._progress()) != progress or _runnable(self.pid):
                 progress, since = current, now
             quick = hurry()
-            if now - since > (min(stall, 1.0) if quick else stall) or now - start > (
-                3.0 if quick else MAX_FINISH
+            if now - since > (min(stall, 1.0) if quick else stall) or (
+                quick and now - start > HURRIED_FINISH
             ):
                 self.kill()
                 return False
@@ -76,22 +85,48 @@ class WriterProcess:
         self.status = -signal.SIGKILL
 
     def close(self) -> None:
-        for fd in (self.wake_fd, self.lifeline_fd):
-            with suppress(OSError):
-                os.close(fd)
+        for fd in (self.wake_fd, self.lifeline_fd, self.trace_fd):
+            if fd is not None:
+                with suppress(OSError):
+                    os.close(fd)
+        self.trace_fd = None
 
     def _progress(self) -> tuple[int, int, int]:
-        return self.ring.ctl[TAKEN], self.ring.ctl[WRITTEN], _cpu_ticks(self.pid)
+        return self.ring.ctl[TAKEN], self.ring.ctl[WRITTEN], _scheduled_ns(self.pid)
 
 
-def _cpu_ticks(pid: int) -> int:
-    """The CPU time a process has used, in clock ticks (Linux /proc; 0 elsewhere)."""
+def _tasks(pid: int) -> list[str]:
     try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            fields = stat.read().rsplit(b")", 1)[1].split()
-        return int(fields[11]) + int(fields[12])
-    except (OSError, IndexError, ValueError):
-        return 0
+        return os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+
+
+def _scheduled_ns(pid: int) -> int:
+    """Nanoseconds the process's threads ran and waited on a run queue (Linux schedstat;
+    0 elsewhere): it grows while the writer works or waits for a CPU, not while it is
+    stopped or blocked on a trace that takes nothing."""
+    total = 0
+    for task in _tasks(pid):
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat", "rb") as stat:
+                ran, waited, *_ = stat.read().split()
+            total += int(ran) + int(waited)
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+def _runnable(pid: int) -> bool:
+    """Whether a thread of the process is running or waiting for a CPU right now (state R)."""
+    for task in _tasks(pid):
+        try:
+            with open(f"/proc/{pid}/task/{task}/stat", "rb") as stat:
+                if stat.read().rsplit(b")", 1)[1].split()[0] == b"R":
+                    return True
+        except (OSError, IndexError):
+            continue
+    return False
 
 
 WriterMain = Callable[[Ring, TraceTarget, int, "Watchdog"], None]
@@ -132,19 +167,25 @@ def start_writer(
             os._exit(code)
     os.close(wake_r)
     os.close(life_r)
-    if target.fd is not None:
-        os.close(target.fd)
+    trace_fd = None
+    if target.fd is not None:  # a regular trace stays open here, for tail.py
+        if stat.S_ISREG(os.fstat(target.fd).st_mode):
+            trace_fd = target.fd
+        else:
+            os.close(target.fd)
         target.fd = None
-    return WriterProcess(pid, ring, wake_w, life_w)
+    return WriterProcess(pid, ring, wake_w, life_w, trace_fd)
 
 
 def import_gently(*modules: str) -> None:
-    """Import modules in a thread of the lowest priority (Linux nice is per thread), so that
-    the agent, starting at the same moment, has the CPU first; the caller waits for it."""
+    """Import modules in a thread of a lower priority (Linux nice is per thread), so that
+    the agent, starting at the same moment, has the CPU first; the caller waits for it. Not
+    the lowest: at nice 19 a busy machine left the imports a fraction of a percent of a core
+    (the trace stayed empty for a minute while the ring filled)."""
 
     def load() -> None:
         with suppress(OSError, AttributeError):
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), IMPORT_NICE)
         for module in modules:
             import_module(module)
 
@@ -163,8 +204,9 @@ def _become_writer(tap_fds: list[int]) -> None:
     for fd in (0, 1):  # the client must see EOF when the tap closes its stdout
         os.dup2(null, fd)
     os.close(null)
-    with suppress(OSError):
-        os.nice(WRITER_NICE)  # the traffic first: the writer has the queue to catch up with
+    if WRITER_NICE:
+        with suppress(OSError):
+            os.nice(WRITER_NICE)
 
 
 Record = Callable[[str, dict[str, object]], None]

@@ -67,14 +67,23 @@ def _summary_block(row: dict[str, Any]) -> list[str]:
         more = " ..." if row["malformed"] > 20 else ""
         word = "line" if row["malformed"] == 1 else "lines"
         out.append(f"  malformed lines: {row['malformed']} ({word} {lines}{more})\n")
-    if row["lost_records"] or row["dropped"]:
+    if row["lost_records"] or row["dropped"] or row.get("unwritten"):
         parts = []
         if row["lost_records"]:
             gaps = row.get("lost_gaps") or 1
             parts.append(f"{row['lost_records']} in {plural(gaps, 'gap')}")
         if row["dropped"]:
             parts.append(f"{row['dropped']} dropped by the tap")
+        if row.get("unwritten"):
+            parts.append(f"{row['unwritten']} not written (the trace could not take them)")
         out.append(f"  lost records: {'; '.join(parts)}\n")
+    if row.get("ended") == "no exit":
+        out.append(
+            "  incomplete: no `exit` event (the recorder was killed or the trace was cut short);"
+            " lines after its last record are not accounted for\n"
+        )
+    elif row.get("ended") == "unbalanced":
+        out.append("  the recorder's account does not add up: lines may be missing silently\n")
     out += _tap_problem_lines(row)
     for title, key in (("methods", "by_method"), ("updates", "by_update_kind")):
         if row[key]:
