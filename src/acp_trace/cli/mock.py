@@ -49,6 +49,14 @@ def mock(
         float, typer.Option(help="Seconds to wait for the client's answer to an agent request.")
     ] = 60.0,
     list_faults: Annotated[bool, typer.Option("--list-faults", help="List faults, exit.")] = False,
+    no_redact_content: Annotated[
+        bool,
+        typer.Option(
+            "--no-redact-content",
+            help="Serve credentials found in free text as recorded (by default they are"
+            " replaced, as `record` does, in traces recorded before it did).",
+        ),
+    ] = False,
 ) -> None:
     """Serve a recorded agent on stdin/stdout, at its recorded pace, with the client's ids."""
     from acp_trace.errors import UsageError
@@ -71,6 +79,7 @@ def mock(
         gap=gap,
         seed=seed,
         answer_timeout=answer_timeout,
+        redact_content=not no_redact_content,
     )
     code = run_mock(prepare(options), sys.stdin.buffer, sys.stdout.buffer, sys.stderr.buffer)
     sys.stdout.flush()

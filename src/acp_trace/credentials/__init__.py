@@ -40,6 +40,7 @@ __all__ = [
     "LineState",
     "find",
     "first_keyword",
+    "keywords",
     "kinds",
     "may_hold",
     "names_credential",
@@ -70,6 +71,11 @@ class Finding:
 def placeholder(kind: str) -> bytes:
     """What stands for a credential of `kind` in the recorded text."""
     return b"<redacted:" + kind.encode() + b">"
+
+
+def keywords() -> list[str]:
+    """Every rule's keywords (lowercase): text without any of them holds no credential."""
+    return list(_KEYWORDS)
 
 
 def kinds() -> list[str]:

@@ -176,6 +176,10 @@ def _local() -> list[Rule]:
 # gitleaks' keyword for JWTs is "ey", which most English text has; a JWT's header is
 # base64url of `{"` (`eyJ`) or of `{ "` (`eyA`), so those are the keywords here.
 _KEYWORDS = {"jwt": ("eyj", "eya")}
+# gitleaks ends many rules with a quote, a space, `;`, a `\n` escape or the end of the text;
+# in prose a key is as often followed by `.`, `,` or `)`: any character that cannot continue it.
+_GITLEAKS_END = "(?:[\\x60'\"\\s;]|\\\\[nr]|$)"
+_END = "(?:[^0-9A-Za-z_\\-]|\\\\[nr]|$)"
 
 
 def rules() -> tuple[Rule, ...]:
@@ -183,7 +187,12 @@ def rules() -> tuple[Rule, ...]:
     from acp_trace.credentials.gitleaks import RULES
 
     vendored = [
-        Rule(rule_id, _compile(regex.encode()), _KEYWORDS.get(rule_id, keywords), group)
+        Rule(
+            rule_id,
+            _compile(regex.replace(_GITLEAKS_END, _END).encode()),
+            _KEYWORDS.get(rule_id, keywords),
+            group,
+        )
         for rule_id, regex, keywords, group in RULES
     ]
     return (*vendored, *_local())
