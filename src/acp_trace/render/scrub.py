@@ -61,7 +61,7 @@ def scrub_records(records: pl.DataFrame) -> pl.DataFrame:
         if new != values:
             out = out.with_columns(out[column].scatter(rows, pl.Series(new, dtype=pl.String)))
     if kinds is not None and "text" in records.columns:
-        out = _key_blocks(out)
+        out = _key_blocks(records, out)
     return out
 
 
@@ -107,16 +107,16 @@ def _dumps(value: Any) -> str:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def _key_blocks(records: pl.DataFrame) -> pl.DataFrame:
-    """Text lines inside a private key block (after a BEGIN line with no END on it) replaced,
-    per trace and stream, up to the END line."""
+def _key_blocks(records: pl.DataFrame, out: pl.DataFrame) -> pl.DataFrame:
+    """`out` with the text lines of `records` inside a private key block (after a BEGIN line
+    with no END on it) replaced, per trace and stream, up to the END line."""
     text = pl.col("text")
     if not records.select(
         ((pl.col("kind") == "text") & text.str.contains("(?i)-----BEGIN[ A-Z0-9_-]*PRIVATE KEY"))
         .fill_null(False)
         .any()
     ).item():
-        return records
+        return out
     rows = records.select(pl.arg_where((pl.col("kind") == "text").fill_null(False))).to_series()
     states: dict[tuple[Any, Any], credentials.LineState] = {}
     keys = records.select("trace", "src").rows() if "trace" in records.columns else None
@@ -129,4 +129,4 @@ def _key_blocks(records: pl.DataFrame) -> pl.DataFrame:
             continue
         data, _found = state.redact(value.encode("utf-8", "surrogatepass"))
         new.append(data.decode("utf-8", "surrogatepass"))
-    return records.with_columns(records["text"].scatter(rows, pl.Series(new, dtype=pl.String)))
+    return out.with_columns(out["text"].scatter(rows, pl.Series(new, dtype=pl.String)))

@@ -111,9 +111,12 @@ def label(value: object, limit: int = 48) -> str:
 
 
 def natural(text: str | None) -> tuple[tuple[int, int | str], ...]:
-    """A sort key that orders `0.9.0` before `0.10.0` and `agent-2` before `agent-10`."""
+    """A sort key that orders `0.9.0` before `0.10.0` and `agent-2` before `agent-10`; a run
+    of digits too long to convert (Python refuses over 4,300) sorts after the numbers."""
     parts = re.split(r"(\d+)", text or "")
-    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in parts if p)
+    return tuple(
+        ((0, int(p)) if len(p) <= 4000 else (2, p)) if p.isdecimal() else (1, p) for p in parts if p
+    )
 
 
 def agent_label(agent: str | None, version: str | None) -> str:
