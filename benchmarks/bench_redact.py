@@ -41,7 +41,10 @@ print(json.dumps({"seconds": time.process_time() - start, "bytes": count * len(l
 def run(src: str, size: int, total: int, kind: str) -> float:
     done = subprocess.run(
         [sys.executable, "-c", WORKER, src, str(HERE), str(size), str(total), kind],
-        capture_output=True, text=True, check=True, timeout=1200,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=1200,
     )
     result = json.loads(done.stdout)
     return result["bytes"] / result["seconds"] / 1e6  # MB/s
