@@ -36,6 +36,7 @@ from acp_trace.credentials.local import (
 __all__ = [
     "CREDENTIAL_PARTS",
     "CREDENTIAL_WORDS",
+    "QUICK",
     "Finding",
     "LineState",
     "find",
@@ -57,6 +58,23 @@ _RULES_OF = [
     tuple(i for i, rule in enumerate(RULES) if keyword in rule.keywords) for keyword in _KEYWORDS
 ]
 BLOCK_LINES = 400  # lines of a private key block read as the key when its END line never comes
+# The first pass over every recorded line, on its raw bytes: at most 64 case-sensitive needles
+# (the aho-corasick crate then searches with SIMD, several GB/s, and no lowercased copy is
+# made), one for each rule's keywords as they are spelled in what its regex accepts, the
+# words of the case-insensitive rules in lower, Capitalized and UPPER case; `=` (NAME=value)
+# is looked for apart (memchr). tests/test_credentials.py checks that it covers every rule.
+QUICK = (
+    *("AKIA", "ASIA", "ABIA", "ACCA", "A3T", "ABSK", "bedrock-api-key-", "AIza"),
+    *("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    *("glpat-", "glrt-", "gldt-", "glcbt-", "glptt-", "glft-", "glimt-", "glagent-"),
+    *("gloas-", "glsoat-", "glffct-", "GR1348941"),
+    *("xox", "xapp", "XAPP", "hooks.slack.com", "k_live", "k_test", "k_prod"),
+    *("sk-ant-", "T3BlbkFJ", "eyJ", "eyA", "-----BEGIN", "-----begin", "://"),
+    *("uthoriz", "UTHORIZ", "earer", "EARER", "asic", "ASIC"),
+)
+_QUICK = ahocorasick_rs.BytesAhoCorasick(
+    [n.encode() for n in QUICK], matchkind=ahocorasick_rs.MatchKind.LeftmostFirst
+)
 
 
 @dataclass(frozen=True)
@@ -91,8 +109,9 @@ def source() -> dict[str, str]:
 
 
 def may_hold(data: bytes) -> bool:
-    """Whether any rule's keyword occurs in `data` (the cheap first pass)."""
-    return bool(_FINDER.find_matches_as_indexes(data.lower()))
+    """Whether `data` may hold a credential: a QUICK needle or `=` in it (the cheap first
+    pass; `find` then looks for every rule's keywords in any case)."""
+    return b"=" in data or bool(_QUICK.find_matches_as_indexes(data))
 
 
 def first_keyword(data: bytes) -> int | None:
