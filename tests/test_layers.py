@@ -22,6 +22,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "jsonrpc": set(),
     "files": set(),
     "processes": set(),
+    "credentials": set(),
     "trace": set(),
     "record": {"trace.format"},
     "analysis": {"trace"},
@@ -36,7 +37,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "": {"*"},
     "__main__": {"*"},
 }
-SHARED = {"errors", "jsonrpc", "files", "processes"}
+SHARED = {"errors", "jsonrpc", "files", "processes", "credentials"}
 
 
 def _module_name(path: Path) -> str:

@@ -375,7 +375,10 @@ KEPT: list[tuple[str, str, Any]] = [
             {
                 "sessionId": "s",
                 "prompt": [
-                    {"type": "text", "text": "set apiKey=abc for session/new, Authorization: x"}
+                    {
+                        "type": "text",
+                        "text": "where does the apiKey of session/new go, and the Authorization header?",
+                    }
                 ],
             },
         ),
@@ -889,7 +892,7 @@ def test_the_docs_table_lists_every_rule() -> None:
         for path in rule.paths:
             base = path.removesuffix(" (credentials)")
             assert (f"`{base}` (credentials)" if base != path else f"`{base}`") in row, row
-    assert redact.POLICY["policy"] == "acp-secrets/2" and f"{redact_policy.POLICY_ID}" in section
+    assert redact.POLICY["policy"] == "acp-secrets/3" and f"{redact_policy.POLICY_ID}" in section
 
 
 def test_recording_redacts_the_header_and_stderr(tmp_path: Path) -> None:

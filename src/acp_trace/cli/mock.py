@@ -51,6 +51,14 @@ def mock(
         float, typer.Option(help="Seconds to wait for the client's answer to an agent request.")
     ] = 60.0,
     list_faults: Annotated[bool, typer.Option("--list-faults", help="List faults, exit.")] = False,
+    no_redact_content: Annotated[
+        bool,
+        typer.Option(
+            "--no-redact-content",
+            help="Serve credentials found in free text as recorded (by default they are"
+            " replaced, as `record` does, in traces recorded before it did).",
+        ),
+    ] = False,
 ) -> None:
     """Serve a recorded agent on stdin/stdout, at its recorded pace, with the client's ids."""
     from acp_trace.errors import UsageError
@@ -75,6 +83,7 @@ def mock(
         gap=gap,
         seed=seed,
         answer_timeout=answer_timeout,
+        redact_content=not no_redact_content,
     )
     served = prepare(options)  # an error here is the usual one line and exit 2
     try:

@@ -19,11 +19,21 @@ from acp_trace.cli.app import (
     exit_if_failed,
 )
 from acp_trace.cli.terminal import emit, step
-from acp_trace.errors import UsageError
+from acp_trace.errors import AcpTraceError, OutputError, UsageError
 
 if TYPE_CHECKING:
     from acp_trace.analysis import Analysis
     from acp_trace.render.plots import Pick
+
+
+NoRedactContent = Annotated[
+    bool,
+    typer.Option(
+        "--no-redact-content",
+        help="Keep credentials found in free text (API keys, tokens, passwords); by default"
+        " they are replaced, as `record` does, in traces recorded before it did.",
+    ),
+]
 
 
 @app.command()
@@ -34,6 +44,7 @@ def report(
     ],
     marker_meta: MarkerMeta = None,
     source_format: From = None,
+    no_redact_content: NoRedactContent = False,
 ) -> None:
     """Write a bug report: report.md for an issue, report.html, and the charts beside them."""
     import shlex
@@ -45,8 +56,15 @@ def report(
     a = analyze_paths(traces, marker_meta, source_format)
     command = shlex.join(["acp-trace", *sys.argv[1:]])
     with step("writing the report (charts, report.md, report.html)"):
-        files = write_report(a, output, command=command)
+        files = write_report(a, output, command=command, redact_content=not no_redact_content)
     emit(f"wrote {files.markdown}, {files.html}, {files.csv} and {len(files.charts)} charts\n")
+    if files.failed:
+        from acp_trace.cli.terminal import warn
+
+        for name, why in files.failed.items():
+            warn(
+                f"{files.directory / name}: the chart could not be drawn ({why}); the report says so"
+            )
 
 
 Kind = Literal["gap", "replay", "latency"]
@@ -86,10 +104,18 @@ def plot(
     a = analyze_paths(traces, marker_meta, source_format)
     pick = plots.Pick(session=session, request=request, trace=trace)
     require_drawable(a, kind, pick)
-    figure = plots.figure(a, kind, session=session, request=request, trace=trace)
-    if wants_directory(output):  # made only now: a command that fails leaves nothing behind
-        output_dir(output)
-    path = plots.save(figure, target)
+    try:
+        figure = plots.figure(a, kind, session=session, request=request, trace=trace)
+        if wants_directory(output):  # made only now: a command that fails leaves nothing behind
+            output_dir(output)
+        path = plots.save(figure, target)
+    except AcpTraceError:
+        raise
+    except Exception as exc:  # matplotlib refusing what a trace made of a chart
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        raise OutputError(
+            f"{target}: the {kind} chart could not be drawn ({type(exc).__name__}: {first})"
+        ) from exc
     emit(f"wrote {path}\n")
 
 
@@ -154,6 +180,7 @@ def export(
     scheduler: Scheduler = None,
     marker_meta: MarkerMeta = None,
     source_format: From = None,
+    no_redact_content: NoRedactContent = False,
 ) -> None:
     """Export records, replays and findings (Parquet, CSV, a growing Parquet dataset), a
     Perfetto trace or OpenTelemetry spans (OTLP/JSON)."""
@@ -174,7 +201,7 @@ def export(
     else:
         check_file_target(output)
     a = analyze_paths(traces, marker_meta, source_format)
-    written = write_export(a, fmt, output)
+    written = write_export(a, fmt, output, redact_content=not no_redact_content)
     emit(f"wrote {', '.join(str(p) for p in written)}\n")
     if fmt == "otlp":
         from acp_trace.cli.terminal import warn

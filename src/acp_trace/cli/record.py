@@ -33,6 +33,14 @@ def record(
     no_redact: Annotated[
         bool, typer.Option("--no-redact", help="Record secrets (MCP env/headers, credentials).")
     ] = False,
+    no_redact_content: Annotated[
+        bool,
+        typer.Option(
+            "--no-redact-content",
+            help="Keep credentials found in free text (API keys, tokens, passwords in prompts,"
+            " file contents, stderr); the ACP secret fields are still redacted.",
+        ),
+    ] = False,
     redact_stderr: Annotated[
         list[str] | None,
         typer.Option(
@@ -76,6 +84,7 @@ def record(
         directory=directory,
         redact=not no_redact,
         redact_stderr=tuple(redact_stderr or ()),
+        redact_content=not no_redact_content,
         max_record_bytes=max_record_bytes,
         grace=grace,
         queue_bytes=queue_bytes,

@@ -51,6 +51,7 @@ OPTIONS: dict[str, tuple[str, Reader]] = {
     "--output": ("output", _path),
     "--dir": ("directory", _path),
     "--no-redact": ("redact", None),
+    "--no-redact-content": ("redact_content", None),
     "--redact-stderr": ("redact_stderr", str),
     "--max-record-bytes": ("max_record_bytes", _count(0)),
     "--grace": ("grace", _seconds),

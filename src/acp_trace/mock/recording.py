@@ -130,8 +130,13 @@ class Record:
 # ---------------------------------------------------------------- reading
 
 
-def load_connections(paths: Iterable[str | Path]) -> list[Connection]:
-    """Every trace in the files, in order (a file of concatenated traces gives several)."""
+def load_connections(
+    paths: Iterable[str | Path], *, redact_content: bool = True
+) -> list[Connection]:
+    """Every trace in the files, in order (a file of concatenated traces gives several); with
+    credentials in free text replaced (mock/scrub.py) unless `redact_content` is false."""
+    from acp_trace.mock.scrub import scrub
+
     out: list[Connection] = []
     for path in (Path(p).expanduser() for p in paths):  # editors pass args without a shell
         try:
@@ -139,7 +144,10 @@ def load_connections(paths: Iterable[str | Path]) -> list[Connection]:
         except OSError as exc:
             raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
         traces = _split_native(str(path), data) if _is_native(data) else _imported(path)
-        out.extend(build(name, records, left_out) for name, records, left_out in traces)
+        out.extend(
+            build(name, scrub(records) if redact_content else records, left_out)
+            for name, records, left_out in traces
+        )
     return out
 
 

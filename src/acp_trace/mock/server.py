@@ -54,6 +54,7 @@ class MockOptions:
     gap: str | None = None  # extra wait at the end of each resume or load's replay
     seed: int = 0
     answer_timeout: float = 60.0  # seconds to wait for the client's answer to an agent request
+    redact_content: bool = True  # replace credentials in free text (mock/scrub.py)
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,11 @@ def prepare(options: MockOptions) -> Mock:
             parse_gap(options.gap)
     except ValueError as exc:
         raise UsageError(f"mock: {exc}") from exc
-    connections = [c for c in load_connections(options.traces) if c.cues or c.prologue]
+    connections = [
+        c
+        for c in load_connections(options.traces, redact_content=options.redact_content)
+        if c.cues or c.prologue
+    ]
     where = ", ".join(options.traces)
     if not any(c.has_agent_side() for c in connections):
         raise InputError(f"{where}: no message from the agent: a mock serves the agent's side")

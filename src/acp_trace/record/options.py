@@ -20,6 +20,7 @@ class RecordOptions:
     directory: Path | None = None
     redact: bool = True
     redact_stderr: tuple[str, ...] = ()  # regexes replaced in recorded stderr lines
+    redact_content: bool = True  # credentials in free text (acp_trace.credentials)
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
     grace: float = DEFAULT_GRACE
     queue_bytes: int = DEFAULT_QUEUE_BYTES

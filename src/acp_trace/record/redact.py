@@ -18,7 +18,13 @@ for the payload of each recorded line, which never fails open:
 5. A line longer than --max-record-bytes is judged by its first bytes (the rest is never
    recorded); one that may hold a secret there becomes a placeholder.
 
-`stderr` lines are text, with the `--redact-stderr` patterns replaced.
+Credentials in free text (redact_content.py, acp_trace.credentials): unless the policy's
+`content` is off (`--no-redact-content`), a message whose bytes have a rule's keyword (or a
+`\\u` escape) and whose strings hold a credential goes down the exact path too, where each
+such span becomes `<redacted:KIND>` and its path is listed; a line of text (stray stdout,
+stderr) has the same spans replaced and says how many (`redaction`).
+
+`stderr` lines are text: credentials replaced, then the `--redact-stderr` patterns.
 """
 
 from __future__ import annotations
@@ -30,8 +36,10 @@ from typing import Any
 import ahocorasick_rs
 import orjson
 
+from acp_trace.credentials import LineState
 from acp_trace.errors import RecordError
 from acp_trace.jsonrpc import loads
+from acp_trace.record import redact_content
 from acp_trace.record.redact_policy import policy_header
 from acp_trace.record.redact_rules import (
     ANSWERED_BY_FORM,
@@ -50,14 +58,16 @@ __all__ = ["REDACTED", "RedactionPolicy", "Redactor", "line_payload", "redact_co
 
 @dataclass(frozen=True)
 class RedactionPolicy:
-    """What the recorder redacts: the ACP secrets policy (`enabled`), and stderr patterns."""
+    """What the recorder redacts: the ACP secrets policy (`enabled`), credentials in free text
+    (`content`, only with `enabled`), and stderr patterns."""
 
     enabled: bool = True
     stderr_patterns: tuple[str, ...] = ()
+    content: bool = True
 
     def header(self) -> dict[str, Any]:
         """The trace header's `redaction` value."""
-        return policy_header(self.enabled, len(self.stderr_patterns))
+        return policy_header(self.enabled, len(self.stderr_patterns), content=self.content)
 
 
 POLICY = RedactionPolicy().header()
@@ -103,6 +113,8 @@ class Redactor:
         self.policy = policy or RedactionPolicy()
         self._stderr = [_compile(pattern) for pattern in self.policy.stderr_patterns]
         self.pending = {"client": Pending(), "agent": Pending()}
+        self.content = self.policy.enabled and self.policy.content
+        self._lines = {src: LineState() for src in ("client", "agent", "stderr")}
 
     def line_payload(
         self, line: bytes, src: str, max_bytes: int | None = None, size: int | None = None
@@ -125,9 +137,16 @@ class Redactor:
     def _whole(self, line: bytes, src: str) -> bytes:
         hits = self._hits(line, src)
         stripped = line.strip(b" \t\r")
+        content = self.content and redact_content.may_hold(line)
         if hits & _MESSAGE_NAMES:
-            return self._exact(line, stripped, src, hits)
+            return self._exact(line, stripped, src, hits, content=content)
         value = _fast_loads(stripped)
+        if content and (
+            _escaped_json(stripped)
+            if value is _NOT_JSON
+            else _is_rpc(value) and redact_content.in_value(value)
+        ):
+            return self._exact(line, stripped, src, hits, content=True)
         if isinstance(value, dict) and "id" not in value and isinstance(value.get("method"), str):
             return b'"msg":' + stripped  # a notification: the common case, nothing to pair
         if _is_rpc(value):
@@ -139,10 +158,38 @@ class Redactor:
         reason = _describe(hits) if hits else _fragment_reason(line)
         if reason:
             return placeholder(len(line), f"not a JSON-RPC message, and {reason}")
-        return encode_text(line) if value is _NOT_JSON else b'"msg":' + stripped
+        if value is not _NOT_JSON:
+            if content and redact_content.in_value(value):
+                return self._json_text(stripped, value)
+            return b'"msg":' + stripped
+        return self._text(line, src) if content or self._lines[src].open else encode_text(line)
 
-    def _exact(self, line: bytes, stripped: bytes, src: str, hits: frozenset[str]) -> bytes:
-        why = _describe(hits) if hits else "it may answer a form (elicitation/create)"
+    def _text(self, line: bytes, src: str, *, have_all: bool = True) -> bytes:
+        """A line of text with its credentials replaced, and a note saying how many."""
+        new, kinds = redact_content.redact_text(line, self._lines[src], have_all=have_all)
+        if not kinds:
+            return encode_text(new)
+        return b'"redaction":' + orjson.dumps(redact_content.note(kinds)) + b"," + encode_text(new)
+
+    def _json_text(self, stripped: bytes, value: Any) -> bytes:
+        """A JSON value that is no message, with credentials in its strings: re-encoded."""
+        try:
+            paths = redact_content.redact_value(value, "$")
+            body = dumps(value)
+        except (TypeError, ValueError) as exc:
+            note = f"not a JSON-RPC message, it holds a credential, and {exc}"
+            return placeholder(len(stripped), note)
+        return b'"redacted":' + orjson.dumps(paths) + b',"msg":' + body
+
+    def _exact(
+        self, line: bytes, stripped: bytes, src: str, hits: frozenset[str], *, content: bool = False
+    ) -> bytes:
+        if hits:
+            why = _describe(hits)
+        elif content:
+            why = "it may hold a credential"
+        else:
+            why = "it may answer a form (elicitation/create)"
         try:
             value = strict_loads(stripped, _KNOWN_KEYS)
         except NotStrict as exc:
@@ -153,6 +200,11 @@ class Redactor:
         paths: list[str] = []
         for where, msg in _messages(value):
             paths += redact_message(msg, where, src, self.pending, meta=meta)
+        if content:
+            try:
+                paths = list(dict.fromkeys(paths + redact_content.redact_value(value, "$")))
+            except ValueError as exc:
+                return placeholder(len(line), f"{exc}, and {why}")
         if not paths:
             return b'"msg":' + stripped
         try:
@@ -176,6 +228,9 @@ class Redactor:
             reason = _fragment_reason(prefix)
         if reason:
             return placeholder(size, f"cut by --max-record-bytes, and {reason}", cut=True)
+        if self.content and redact_content.may_hold(prefix):
+            text = self._text(prefix, src, have_all=False)
+            return text + b',"truncated":true,"bytes":%d' % size
         return encode_payload(line, max_bytes, size)
 
     def _cut_object(self, head: bytes, src: str) -> str | None:
@@ -219,15 +274,24 @@ class Redactor:
         )
 
     def _stderr_payload(self, line: bytes, max_bytes: int | None, original: int) -> bytes:
+        notes, kinds = [], list[str]()
+        if self.content and redact_content.may_hold(line):
+            have_all = len(line) >= original
+            line, kinds = redact_content.redact_text(line, self._lines["stderr"], have_all=have_all)
+        elif self.content and self._lines["stderr"].open:
+            line, kinds = self._lines["stderr"].redact(line)  # inside a private key block
+        if kinds:
+            notes.append(redact_content.note(kinds))
         count = 0
         for pattern in self._stderr:
             line, found = pattern.subn(REDACTED.encode(), line)
             count += found
         payload = _text_payload(line, max_bytes, original)
-        if not count:
+        if count:
+            notes.append(f"{count} match{'es' if count > 1 else ''} of --redact-stderr replaced")
+        if not notes:
             return payload
-        note = f"{count} match{'es' if count > 1 else ''} of --redact-stderr replaced"
-        return b'"redaction":' + orjson.dumps(note) + b"," + payload
+        return b'"redaction":' + orjson.dumps("; ".join(notes)) + b"," + payload
 
 
 _SHARED = {True: Redactor(), False: Redactor(RedactionPolicy(enabled=False))}
@@ -277,6 +341,11 @@ def _compile(pattern: str) -> re.Pattern[bytes]:
     return compiled
 
 
+def _escaped_json(stripped: bytes) -> bool:
+    """A line orjson refused that may still be JSON whose escapes spell a credential."""
+    return stripped[:1] in (b"{", b"[") and b"\\u" in stripped
+
+
 def _fast_loads(stripped: bytes) -> Any:
     if not stripped:
         return _NOT_JSON
@@ -312,7 +381,9 @@ def _fragment_reason(data: bytes) -> str | None:
 
 
 def _text_payload(line: bytes, max_bytes: int | None, original: int) -> bytes:
-    if max_bytes is None or len(line) <= max_bytes:
+    if max_bytes is None or (len(line) <= max_bytes and original <= max_bytes):
         return encode_text(line)
+    if len(line) <= max_bytes:  # cut, then shortened by the redaction
+        return encode_text(line) + b',"truncated":true,"bytes":%d' % original
     payload = encode_payload(line, max_bytes)  # a cut line is always text or b64
     return payload.rsplit(b',"bytes":', 1)[0] + b',"bytes":%d' % original

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from acp_trace import credentials
 from acp_trace.record.secrets import (
     CREDENTIAL_PARTS,
     CREDENTIAL_WORDS,
@@ -19,7 +20,9 @@ from acp_trace.record.secrets import (
     URL_PARAMETERS,
 )
 
-POLICY_ID = "acp-secrets/2"
+# 3: credentials in free text (acp_trace.credentials), `content` in the header
+POLICY_ID = "acp-secrets/3"
+CONTENT_PLACEHOLDER = "<redacted:KIND>"
 PLACEHOLDER = "<redacted: N bytes>"
 
 
@@ -123,8 +126,9 @@ RULES = (
 HEADER_PATHS = ("command[] (credentials)",)
 
 
-def policy_header(enabled: bool, stderr_patterns: int) -> dict[str, Any]:
-    """The header's `redaction`: the policy, or `{"policy": "none"}` with --no-redact."""
+def policy_header(enabled: bool, stderr_patterns: int, *, content: bool = True) -> dict[str, Any]:
+    """The header's `redaction`: the policy, or `{"policy": "none"}` with --no-redact;
+    `content` says what is found in free text, or false with --no-redact-content."""
     extra = {"stderr_patterns": stderr_patterns} if stderr_patterns else {}
     if not enabled:
         return {"policy": "none", **extra}
@@ -140,7 +144,17 @@ def policy_header(enabled: bool, stderr_patterns: int) -> dict[str, Any]:
             "suffix": "key",
             "url_parameters": sorted(URL_PARAMETERS),
         },
+        "content": content_header() if content else False,
         **extra,
+    }
+
+
+def content_header() -> dict[str, Any]:
+    """The header's `redaction.content`: the kinds found in free text and their source."""
+    return {
+        "placeholder": CONTENT_PLACEHOLDER,
+        "kinds": credentials.kinds(),
+        "source": credentials.source(),
     }
 
 

@@ -8,11 +8,10 @@ is found by pairing the response with its request (`Pending`, per sender, bounde
 
 from __future__ import annotations
 
-import json
-import re
 from collections import OrderedDict
 from typing import Any
 
+from acp_trace.credentials.values import child, spell
 from acp_trace.record.secrets import REDACTED, names_credential, scrub_text, scrub_words
 
 AUTH_KEEP = frozenset({"methodId"})
@@ -20,7 +19,6 @@ ANSWER_KEEP = frozenset({"action", "_meta"})
 ANSWERED_BY_FORM = "elicitation/create"
 PENDING_LIMIT = 1024
 ID_LIMIT = 256  # characters of a string id (and 4x bits of an integer one) worth pairing
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def is_auth_method(method: str) -> bool:
@@ -151,7 +149,7 @@ def _response(answered: str | None, src: str, result: dict[str, Any], where: str
 def _entries(obj: dict[str, Any], key: str, where: str) -> list[str]:
     """A list (or name -> entry object) of MCP servers or auth methods: each entry whole
     by the container rules; an entry that is no object is replaced."""
-    entries, path = obj[key], _child(where, key)
+    entries, path = obj[key], child(where, key)
     if isinstance(entries, dict):
         return _container(entries, path)
     if not isinstance(entries, list):
@@ -184,9 +182,9 @@ def _container(obj: dict[str, Any], where: str) -> list[str]:
         elif isinstance(value, str):
             paths += _string(obj, key, where)
         elif isinstance(value, dict):
-            paths += _container(value, _child(where, key))
+            paths += _container(value, child(where, key))
         elif isinstance(value, list):
-            paths += _list(value, _child(where, key))
+            paths += _list(value, child(where, key))
     return paths
 
 
@@ -207,7 +205,7 @@ def _list(items: list[Any], where: str) -> list[str]:
 def _pairs(obj: dict[str, Any], key: str, where: str) -> list[str]:
     """`[{name, value}, ...]`: every `value`; `{NAME: value, ...}`: every value; anything
     else (a string such as `"TOKEN=x"`, a number) replaced whole. Names stay."""
-    pairs, path = obj[key], _child(where, key)
+    pairs, path = obj[key], child(where, key)
     if isinstance(pairs, dict):
         return [_replace(pairs, name, path) for name in list(pairs) if _secret(pairs[name])]
     if not isinstance(pairs, list):
@@ -226,7 +224,7 @@ def _pairs(obj: dict[str, Any], key: str, where: str) -> list[str]:
 def _args(obj: dict[str, Any], key: str, where: str) -> list[str]:
     """An argv: the words `scrub_words` changes (credential flags and their values,
     `Authorization:` headers, `NAME=value` credentials, URL credentials)."""
-    args, path = obj[key], _child(where, key)
+    args, path = obj[key], child(where, key)
     if isinstance(args, str):
         return _string(obj, key, where)
     if not isinstance(args, list):
@@ -246,7 +244,7 @@ def _string(obj: dict[str, Any], key: str, where: str) -> list[str]:
         if new == value:
             return []
         obj[key] = new
-        return [_child(where, key)]
+        return [child(where, key)]
     if isinstance(value, dict | list):
         return [_replace(obj, key, where)]
     return []
@@ -263,9 +261,9 @@ def _meta_anywhere(msg: dict[str, Any], where: str) -> list[str]:
         if isinstance(node, dict):
             for key, value in node.items():
                 if key == "_meta" and isinstance(value, dict | str):
-                    parent = _spell(trail)
+                    parent = spell(trail)
                     if isinstance(value, dict):
-                        paths += _container(value, _child(parent, key))
+                        paths += _container(value, child(parent, key))
                     else:
                         paths += _string(node, key, parent)
                 elif isinstance(value, dict | list):
@@ -275,29 +273,13 @@ def _meta_anywhere(msg: dict[str, Any], where: str) -> list[str]:
     return paths
 
 
-def _spell(trail: Any) -> str:
-    """The JSON path of a `(parent trail, key or index)` chain."""
-    steps: list[Any] = []
-    while trail[0] is not None:
-        trail, step = trail
-        steps.append(step)
-    path: str = trail[1]
-    for step in reversed(steps):
-        path = f"{path}[{step}]" if isinstance(step, int) else _child(path, step)
-    return path
-
-
 def _secret(value: Any) -> bool:
     return value is not None and value != REDACTED
 
 
 def _replace(container: dict[str, Any], key: str, where: str) -> str:
     container[key] = REDACTED
-    return _child(where, key)
-
-
-def _child(where: str, key: str) -> str:
-    return where + (f".{key}" if _IDENTIFIER.match(key) else f"[{json.dumps(key)}]")
+    return child(where, key)
 
 
 def _other(src: str) -> str:

@@ -1,6 +1,6 @@
 """What a secret looks like in a name or a string (docs/trace-format.md, "Redaction").
 
-- `names_credential(name)`: a key, flag, header, variable or query parameter whose name says it
+- `names_credential(name)` (from acp_trace.credentials, shared with the free-text rules): a key, flag, header, variable or query parameter whose name says it
   holds a credential (`apiKey`, `--auth-token`, `Authorization`, `GITHUB_PAT`, `client_secret`).
 - `scrub_url`, `scrub_words`, `scrub_text`: the same string or argv with only the secret parts
   replaced by `<redacted>` (URL userinfo and credential parameters, `--token X`, `--api-key=X`,
@@ -14,25 +14,21 @@ from __future__ import annotations
 import re
 from urllib.parse import unquote
 
+from acp_trace.credentials import CREDENTIAL_PARTS, CREDENTIAL_WORDS, names_credential
+
+__all__ = [
+    "CREDENTIAL_PARTS",
+    "CREDENTIAL_WORDS",
+    "REDACTED",
+    "fragment_may_hold_secret",
+    "names_credential",
+    "scrub_text",
+    "scrub_url",
+    "scrub_words",
+]
+
 REDACTED = "<redacted>"
 
-# A name names a credential when, split into ASCII words (camelCase, snake_case, kebab-case,
-# dots) and lowercased, one word is in CREDENTIAL_WORDS, or the words run together contain one
-# of CREDENTIAL_PARTS, or they end with "key". Non-ASCII letters separate words and never match.
-CREDENTIAL_WORDS = frozenset({"auth", "key", "pat", "pwd", "pin", "otp", "jwt", "sig"})
-CREDENTIAL_PARTS = (
-    "token",
-    "secret",
-    "passw",
-    "passphrase",
-    "cookie",
-    "credential",
-    "authoriz",
-    "oauth",
-    "bearer",
-    "signature",
-    "apikey",
-)
 URL_PARAMETERS = frozenset({"code"})  # OAuth authorization codes, in URLs only
 HEADER_FLAGS = frozenset({"h", "header", "headers"})
 USER_FLAGS = frozenset({"u", "user"})
@@ -41,7 +37,6 @@ FRAGMENT_KEYS = frozenset(
     {"value", "env", "headers", "args", "url", "baseurl", "mcpservers", "authmethods", "_meta"}
 )
 
-_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 # A URL: a scheme (its leftmost letter on) then `://`. Tried only where a run of scheme
 # characters starts (the lookbehind), so a long run with no `://` is read once, not once per
 # character (that was quadratic: 4 to 7 s for a 60 KB stderr line, half an hour for a 1 MB
@@ -57,17 +52,6 @@ _SHELL_WORD = re.compile(r"""(?:[^\s'"]|'[^']*'|"(?:[^"\\]|\\.)*")+""")
 _WORD_WITHOUT_QUOTES = re.compile(r"""(?:[^\s'"]|'[^']*')+""")
 _QUOTED = re.compile(r"'([^']*)'|" + r'"((?:[^"\\]|\\.)*)"')
 _MAX_DEPTH = 4  # scripts inside scripts (`sh -c "bash -c '...'"`)
-
-
-def names_credential(name: str) -> bool:
-    """True when `name` says its value is a credential (see the rule above)."""
-    words = [word.lower() for word in _WORD.findall(name)]
-    flat = "".join(words)
-    return (
-        flat.endswith("key")
-        or any(word in CREDENTIAL_WORDS for word in words)
-        or any(part in flat for part in CREDENTIAL_PARTS)
-    )
 
 
 def scrub_url(url: str) -> str:

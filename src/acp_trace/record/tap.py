@@ -110,7 +110,9 @@ class _Tap:
         command, redacted = options.command, list[str]()
         if options.redact:
             command, redacted = redact_command(command)
-        policy = RedactionPolicy(options.redact, tuple(options.redact_stderr))
+        policy = RedactionPolicy(
+            options.redact, tuple(options.redact_stderr), options.redact_content
+        )
         return {
             "started_at": started_at,
             "command": command,

@@ -337,7 +337,7 @@ def run_writer(
 ) -> None:
     """The writer process's work (writer_process.start_writer forks it): open the trace if the
     tap could not (a FIFO without a reader), then record until the recording ends."""
-    policy = RedactionPolicy(options.redact, tuple(options.redact_stderr))
+    policy = RedactionPolicy(options.redact, tuple(options.redact_stderr), options.redact_content)
     encoder = Encoder(redact=Redactor(policy), max_bytes=options.max_record_bytes, t0=t0)
 
     def say(message: str) -> None:

@@ -81,9 +81,12 @@ def _day(started: Any) -> Any:
 
 
 def dataset_tables(a: Analysis) -> dict[str, pl.DataFrame]:
-    """The four tables of an analysis as the dataset stores them (ids and version added)."""
+    """The four tables of an analysis as the dataset stores them (ids and version added);
+    credentials in free text replaced (render/scrub.py), as in every export."""
     from acp_trace.render.export import tables as export_tables
+    from acp_trace.render.scrub import scrubbed
 
+    a = scrubbed(a)
     base = export_tables(a) | {"turns": portable(a.turns)}
     peer_seq = pl.col("seq").gather(pl.col("peer_row").fill_null(0))
     base["records"] = base["records"].with_columns(

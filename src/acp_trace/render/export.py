@@ -43,6 +43,7 @@ def export(
     marker_meta: str | None = None,
     source_format: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    redact_content: bool = True,
 ) -> list[Path]:
     """Read traces and export them; returns the files written."""
     from acp_trace.analysis.front import analyze
@@ -50,13 +51,20 @@ def export(
     if fmt not in FORMATS:
         raise UsageError(f"--format {fmt}: expected one of {', '.join(FORMATS)}")
     a = analyze(paths, marker_meta=marker_meta, fmt=source_format, progress=progress)
-    return write_export(a, fmt, out)
+    return write_export(a, fmt, out, redact_content=redact_content)
 
 
-def write_export(a: Analysis, fmt: str, out: str | os.PathLike[str]) -> list[Path]:
+def write_export(
+    a: Analysis, fmt: str, out: str | os.PathLike[str], *, redact_content: bool = True
+) -> list[Path]:
     """Export an analysis: a directory of tables (parquet, csv) or one JSON file (perfetto:
     `out`, or `out/trace.json` when `out` is a directory or ends in `/`). Every file holds
-    trace contents: 0600, new directories 0700 (`acp_trace.files`)."""
+    trace contents: 0600, new directories 0700 (`acp_trace.files`). Credentials in free text
+    are replaced first (render/scrub.py) unless `redact_content` is false."""
+    if redact_content:
+        from acp_trace.render.scrub import scrubbed
+
+        a = scrubbed(a)
     if fmt == "perfetto":
         from acp_trace.render.perfetto import trace_events
 

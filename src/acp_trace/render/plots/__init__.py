@@ -19,6 +19,7 @@ from acp_trace.analysis.timeline import untimed_traces
 from acp_trace.errors import UsageError
 from acp_trace.files import replacing
 from acp_trace.render.plots._common import DPI
+from acp_trace.render.plots._fit import cap_texts
 from acp_trace.render.plots.gap import gap_figure, gap_table
 from acp_trace.render.plots.latency import latency_figure
 from acp_trace.render.plots.replay import replay_figure
@@ -99,6 +100,7 @@ def save(fig: Figure, path: str | os.PathLike[str]) -> Path:
     if suffix not in SUFFIXES:
         raise UsageError(f"{out}: the output must end in .png or .svg")
     metadata = {"Date": None} if suffix == ".svg" else {}
+    cap_texts(fig)
     with replacing(out) as temp:
         fig.savefig(temp, format=suffix[1:], dpi=DPI, metadata=metadata)
     return out

@@ -91,7 +91,8 @@ def empty_figure(heading: str, message: str, notes: Iterable[str] = ()) -> Figur
 
 
 @cache
-def _glyphs() -> frozenset[int]:
+def glyphs() -> frozenset[int]:
+    """The code points the charts' font has a glyph for."""
     path = font_manager.findfont(font_manager.FontProperties(family=FONT_FAMILY))
     return frozenset(ft2font.FT2Font(path).get_charmap())
 
@@ -100,8 +101,8 @@ def label(value: object, limit: int = 48) -> str:
     """Text from a trace made safe for a chart: printable glyphs the font has, no mathtext,
     not hidden from legends by a leading underscore, at most `limit` characters."""
     text = "unknown" if value is None else str(value)
-    glyphs = _glyphs()
-    text = "".join(c if c.isprintable() and ord(c) in glyphs else "?" for c in text)
+    known = glyphs()
+    text = "".join(c if c.isprintable() and ord(c) in known else "?" for c in text)
     if len(text) > limit:  # keep both ends: ids differ at the start or the end
         head = (limit - 1) // 2
         text = text[:head] + "…" + text[len(text) - (limit - 1 - head) :]
@@ -110,15 +111,18 @@ def label(value: object, limit: int = 48) -> str:
 
 
 def natural(text: str | None) -> tuple[tuple[int, int | str], ...]:
-    """A sort key that orders `0.9.0` before `0.10.0` and `agent-2` before `agent-10`."""
+    """A sort key that orders `0.9.0` before `0.10.0` and `agent-2` before `agent-10`; a run
+    of digits too long to convert (Python refuses over 4,300) sorts after the numbers."""
     parts = re.split(r"(\d+)", text or "")
-    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in parts if p)
+    return tuple(
+        ((0, int(p)) if len(p) <= 4000 else (2, p)) if p.isdecimal() else (1, p) for p in parts if p
+    )
 
 
 def agent_label(agent: str | None, version: str | None) -> str:
-    """`name version`, or `unknown agent`."""
+    """`name version`, or `unknown agent` (at most 48 + 1 + 24 characters)."""
     name = label(agent) if agent else "unknown agent"
-    return f"{name} {label(version)}" if version else name
+    return f"{name} {label(version, 24)}" if version else name
 
 
 def plural(n: int, word: str) -> str:

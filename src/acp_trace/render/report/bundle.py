@@ -8,21 +8,24 @@ input (GitHub refuses an issue body over 65,536). The report names agents, versi
 methods, outcomes, timings and findings; it never includes message contents. All of it goes
 through `document`, which escapes trace text. report.md, report.html and replays.csv hold
 trace-derived text (session ids, paths): they are written private (0600, in a 0700 directory
-when it is new); the charts hold no contents and follow the umask.
+when it is new); the charts hold no contents and follow the umask. A chart that cannot be
+drawn (matplotlib refuses what a hostile trace makes of it) never takes the report down: it
+is left out, an older file of its name is removed, and the report says which chart is
+missing and why (`ReportFiles.failed`).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from acp_trace.files import output_dir, write_file
 from acp_trace.render import plots
 from acp_trace.render.report.context import HTML, MARKDOWN, context
-from acp_trace.render.report.document import Block, to_html, to_markdown
+from acp_trace.render.report.document import Block, Image, Paragraph, to_html, to_markdown
 from acp_trace.render.report.facts import TITLE
 from acp_trace.render.report.formats import frame
 from acp_trace.render.report.sections import build
@@ -44,6 +47,7 @@ class ReportFiles:
     html: Path
     csv: Path
     charts: list[Path]
+    failed: dict[str, str] = field(default_factory=dict)  # chart file -> why it is missing
 
 
 def report(
@@ -54,27 +58,65 @@ def report(
     marker_meta: str | None = None,
     fmt: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    redact_content: bool = True,
 ) -> ReportFiles:
     """Read traces and write the report bundle into `out_dir`."""
     from acp_trace.analysis.front import analyze
 
     a = analyze(paths, marker_meta=marker_meta, fmt=fmt, progress=progress)
-    return write_report(a, out_dir, command=command)
+    return write_report(a, out_dir, command=command, redact_content=redact_content)
 
 
 def write_report(
-    a: Analysis, out_dir: str | os.PathLike[str], *, command: str | None = None
+    a: Analysis,
+    out_dir: str | os.PathLike[str],
+    *,
+    command: str | None = None,
+    redact_content: bool = True,
 ) -> ReportFiles:
-    """Write report.md, report.html, replays.csv and the charts of an analysis into `out_dir`."""
+    """Write report.md, report.html, replays.csv and the charts of an analysis into `out_dir`;
+    credentials in free text are replaced first (render/scrub.py) unless `redact_content`
+    is false."""
+    if redact_content:
+        from acp_trace.render.scrub import scrubbed
+
+        a = scrubbed(a)
     out = output_dir(out_dir)
-    charts = [plots.save(plots.figure(a, kind), out / name) for name, kind in CHARTS.items()]
-    markdown = write_file(out / "report.md", markdown_report(a, command))
+    charts, failed = draw_charts(a, out)
+    markdown = write_file(out / "report.md", markdown_report(a, command, failed))
     images = {path.name: path.read_bytes() for path in charts}
-    page = to_html(build_blocks(a, command, html=True), images, TITLE)
+    page = to_html(missing_charts(build_blocks(a, command, html=True), failed), images, TITLE)
     html = write_file(out / "report.html", page)
     table = frame(_csv_frame(context(a, HTML)), "csv")
     csv = write_file(out / "replays.csv", table)
-    return ReportFiles(out, markdown, html, csv, charts)
+    return ReportFiles(out, markdown, html, csv, charts, failed)
+
+
+def draw_charts(a: Analysis, out: Path) -> tuple[list[Path], dict[str, str]]:
+    """Draw and save each chart; a chart that fails is left out (its older file removed),
+    with why: the exception's type and first line."""
+    charts: list[Path] = []
+    failed: dict[str, str] = {}
+    for name, kind in CHARTS.items():
+        try:
+            charts.append(plots.save(plots.figure(a, kind), out / name))
+        except Exception as exc:  # any failure of matplotlib on any input
+            first = (str(exc).strip().splitlines() or [""])[0][:200]
+            failed[name] = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+            stale = out / name
+            if stale.is_file() and not stale.is_symlink():
+                stale.unlink()
+    return charts, failed
+
+
+def missing_charts(blocks: list[Block], failed: dict[str, str]) -> list[Block]:
+    """The blocks with each chart that could not be drawn replaced by a line saying so."""
+    return [
+        Paragraph(f"Chart {b.alt} ({b.file}) could not be drawn: {failed[b.file]}.")
+        if isinstance(b, Image) and b.file in failed
+        else b
+        for b in blocks
+    ]
 
 
 def build_blocks(a: Analysis, command: str | None = None, *, html: bool = False) -> list[Block]:
@@ -83,12 +125,15 @@ def build_blocks(a: Analysis, command: str | None = None, *, html: bool = False)
     return build(context(a, HTML if html else MARKDOWN), command)
 
 
-def markdown_report(a: Analysis, command: str | None = None) -> str:
+def markdown_report(
+    a: Analysis, command: str | None = None, failed: dict[str, str] | None = None
+) -> str:
     """report.md: the Markdown blocks, with fewer rows per table until it fits
-    `MARKDOWN_LIMIT` characters (the caps alone keep it there for ordinary input)."""
+    `MARKDOWN_LIMIT` characters (the caps alone keep it there for ordinary input); the
+    charts in `failed` named as not drawn."""
     limits = MARKDOWN
     while True:
-        text = to_markdown(build(context(a, limits), command))
+        text = to_markdown(missing_charts(build(context(a, limits), command), failed or {}))
         if len(text) <= MARKDOWN_LIMIT or limits.scaled(0.5) == limits:
             return text
         limits = limits.scaled(0.5)

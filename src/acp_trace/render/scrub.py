@@ -1,0 +1,132 @@
+"""Credentials in free text, replaced in what `export` and `report` write (docs/outputs.md):
+the same detection the recorder runs (acp_trace.credentials), for traces recorded before it
+existed (policy `acp-secrets/2` and older), with `--no-redact-content`, or imported.
+
+`scrub_records` rewrites the records' `msg` and `text` cells that hold a credential; every
+other cell, and every row without one, stays as it was. A message is parsed, its strings
+redacted and written back compactly; a line of text has the credential's span replaced; a
+private key printed over several text lines is replaced line by line up to its END line.
+The prefilter is vectorized (polars, the rules' keywords), so a clean trace costs one scan.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import TYPE_CHECKING, Any
+
+import orjson
+import polars as pl
+
+from acp_trace import credentials
+from acp_trace.credentials.values import redact_value
+
+if TYPE_CHECKING:
+    from acp_trace.analysis.front import Analysis
+
+_JSON_KINDS = frozenset({"header", "event"})  # their `text` is a JSON object
+
+
+def scrubbed(a: Analysis) -> Analysis:
+    """The analysis of the same records with credentials in free text replaced (`a` itself
+    when there are none)."""
+    from acp_trace.analysis.front import Analysis
+
+    records = scrub_records(a.records)
+    return a if records is a.records else Analysis(records, marker_meta=a.marker_meta)
+
+
+def scrub_records(records: pl.DataFrame) -> pl.DataFrame:
+    """`records` with credentials in `msg` and `text` replaced (the same frame when none)."""
+    out = records
+    keywords = credentials.keywords()
+    kinds = records["kind"] if "kind" in records.columns else None
+    for column in ("msg", "text"):
+        if column not in records.columns or records[column].dtype != pl.String:
+            continue
+        cells = pl.col(column)
+        maybe = (
+            cells.str.contains_any(keywords, ascii_case_insensitive=True)
+            | cells.str.contains("\\u", literal=True)
+            | cells.str.contains("\\/", literal=True)
+        )
+        if kinds is not None and column == "text":
+            maybe = maybe | (pl.col("kind") == "b64")
+        rows = records.select(pl.arg_where(maybe.fill_null(False))).to_series()
+        if not len(rows):
+            continue
+        values = records[column].gather(rows).to_list()
+        row_kinds = kinds.gather(rows).to_list() if kinds is not None else [None] * len(rows)
+        new = [_cell(v, column, k) for v, k in zip(values, row_kinds, strict=True)]
+        if new != values:
+            out = out.with_columns(out[column].scatter(rows, pl.Series(new, dtype=pl.String)))
+    if kinds is not None and "text" in records.columns:
+        out = _key_blocks(records, out)
+    return out
+
+
+def _cell(value: str | None, column: str, kind: str | None) -> str | None:
+    if value is None:
+        return None
+    if column == "msg" or kind in _JSON_KINDS:
+        return scrub_json(value)
+    if kind == "b64":
+        try:
+            data = base64.b64decode(value, validate=True)
+        except ValueError:
+            return value
+        new, found = credentials.redact_bytes(data)
+        return base64.b64encode(new).decode() if found else value
+    return credentials.redact_str(value)[0]
+
+
+def scrub_json(text: str) -> str:
+    """A JSON text with credentials in its strings replaced (compact when it changed); text
+    that is not JSON has the spans replaced as text."""
+    try:
+        value: Any = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        try:
+            value = json.loads(text)
+        except (ValueError, RecursionError):
+            return credentials.redact_str(text)[0]
+    if isinstance(value, str):
+        new, found = credentials.redact_str(value)
+        return _dumps(new) if found else text
+    try:
+        changed = redact_value(value)
+    except ValueError:  # a key that holds a credential: the text, span by span
+        return credentials.redact_str(text)[0]
+    return _dumps(value) if changed else text
+
+
+def _dumps(value: Any) -> str:
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:  # lone surrogates, integers beyond 64 bits
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _key_blocks(records: pl.DataFrame, out: pl.DataFrame) -> pl.DataFrame:
+    """`out` with the text lines of `records` inside a private key block (after a BEGIN line
+    with no END on it) replaced, per trace and stream, up to the END line."""
+    text = pl.col("text")
+    if not records.select(
+        ((pl.col("kind") == "text") & text.str.contains("(?i)-----BEGIN[ A-Z0-9_-]*PRIVATE KEY"))
+        .fill_null(False)
+        .any()
+    ).item():
+        return out
+    rows = records.select(pl.arg_where((pl.col("kind") == "text").fill_null(False))).to_series()
+    states: dict[tuple[Any, Any], credentials.LineState] = {}
+    keys = records.select("trace", "src").rows() if "trace" in records.columns else None
+    values = records["text"].gather(rows).to_list()
+    new: list[str | None] = []
+    for row, value in zip(rows.to_list(), values, strict=True):
+        state = states.setdefault(keys[row] if keys else ("", ""), credentials.LineState())
+        if value is None:
+            new.append(value)
+            continue
+        data, _found = state.redact(value.encode("utf-8", "surrogatepass"))
+        new.append(data.decode("utf-8", "surrogatepass"))
+    return out.with_columns(out["text"].scatter(rows, pl.Series(new, dtype=pl.String)))
