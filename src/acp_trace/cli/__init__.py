@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "output",
     "importing",
     "demo",
+    "watch",
 )  # the --help order
 
 
@@ -58,4 +59,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'acp_trace.cli' has no attribute {name!r}")
 
 
-__all__ = ["analysis", "app", "demo", "diff", "importing", "main", "mock", "output", "record"]
+__all__ = ["analysis", "app", "demo", "diff", "importing", "main", "mock", "output", "record", "watch"]
