@@ -288,7 +288,7 @@ class Live:
         method, t_req, session = pending
         result = as_dict(msg.get("result"))
         if method == "initialize" and not failed:
-            info = as_dict(result.get("agentInfo"))
+            info = as_dict(result.get("info") or result.get("agentInfo"))  # v2, v1
             trace.agent = as_str(info.get("name")) or trace.agent
             trace.version = as_str(info.get("version"))
             version = result.get("protocolVersion")
