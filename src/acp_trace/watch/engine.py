@@ -50,6 +50,7 @@ class Engine:
     finding_count: int = 0
     ending: set[str] = field(default_factory=set)  # exited, last analysis pending
     lines_read: int = 0
+    version: int = 0  # grows whenever a step changed anything shown
 
     def __post_init__(self) -> None:
         self.folder = Folder(list(self.roots))
@@ -69,7 +70,12 @@ class Engine:
                 trace = self.live.traces[name]
                 events.append(self._ended(trace))
             self.ending.clear()
+        if events or self.lines_read != self._last_lines:
+            self.version += 1
+            self._last_lines = self.lines_read
         return events
+
+    _last_lines = 0
 
     def quiet(self, name: str) -> bool:
         trace = self.live.traces.get(name)

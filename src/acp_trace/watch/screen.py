@@ -98,9 +98,12 @@ class WatchApp(App[None]):
         self.engine, self.tick = engine, tick
         self.flt = views.Filter()
         self.paused = False
+        self.w_status = self.w_replay = self.w_head = Static()
+        self.tables: dict[str, DataTable[Any]] = {}
         self.selected: tuple[str, str] | None = None  # (trace, session)
         self.shown_rows: list[Row] = []
         self.redraws = 0
+        self.drawn = -1  # the engine version the lists show
 
     def compose(self) -> ComposeResult:
         yield Static(id="status")
@@ -115,6 +118,13 @@ class WatchApp(App[None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        main = self.screen  # the main screen's widgets, whatever window is on top later
+        self.w_status = main.query_one("#status", Static)
+        self.w_replay = main.query_one("#replay", Static)
+        self.w_head = main.query_one("#head", Static)
+        self.tables = {
+            k: main.query_one(f"#{k}", DataTable) for k in ("sessions", "replays", "timeline")
+        }
         self.query_one("#sessions", DataTable).add_columns("connection / session", "", "state")
         self.query_one("#replays", DataTable).add_columns(
             "session", "outcome", "gap", "history", "largest phase", "findings"
@@ -127,14 +137,19 @@ class WatchApp(App[None]):
         """Read the files, let the analyzer decide, redraw (unless paused)."""
         self.engine.step()
         if not self.paused:
-            self.redraw()
+            self.redraw(force=False)
 
-    def redraw(self) -> None:
-        self.redraws += 1
+    def redraw(self, *, force: bool = True) -> None:
+        """The status and the replay at the centre (its clocks run) every tick; the lists
+        when something changed."""
         self._status()
-        self._fill("#sessions", list(views.session_rows(self.engine, self.flt)))
         replay = views.current_replay(self.engine, self.selected)
-        self.query_one("#replay", Static).update(views.replay_panel(self.engine, replay))
+        self.w_replay.update(views.replay_panel(self.engine, replay))
+        if not force and self.engine.version == self.drawn:
+            return
+        self.redraws += 1
+        self.drawn = self.engine.version
+        self._fill("#sessions", list(views.session_rows(self.engine, self.flt)))
         self._fill("#replays", list(views.replay_rows(self.engine, self.flt)))
         self._timeline()
 
@@ -146,11 +161,11 @@ class WatchApp(App[None]):
             text += f"  |  filter: {self.flt.describe()}"
         if self.paused:
             text += "  |  PAUSED (p resumes)"
-        self.query_one("#status", Static).update(views.t(text + "  |  ? keys"))
+        self.w_status.update(views.t(text + "  |  ? keys"))
 
     def _fill(self, selector: str, rows: list[tuple[str, list[Text]]]) -> None:
         """Replace a table's rows, keeping the cursor on the same key when it is still there."""
-        table = self.query_one(selector, DataTable)
+        table = self.tables[selector.lstrip("#")]
         keep = self._cursor_key(table)
         table.clear()
         for key, cells in rows:
@@ -182,15 +197,22 @@ class WatchApp(App[None]):
                 session = next(reversed(trace.sessions.values()), None)
         head, rows = views.timeline_rows(trace, session, self.flt)
         who = f"{trace.agent}: {session.id if session else '(no session yet)'}"
-        self.query_one("#head", Static).update(views.t(f"{who}   {head}"))
-        table = self.query_one("#timeline", DataTable)
+        self.w_head.update(views.t(f"{who}   {head}"))
+        table = self.tables["timeline"]
         at_end = table.cursor_row >= table.row_count - 1
+        was = (
+            self.shown_rows[table.cursor_row]
+            if 0 <= table.cursor_row < len(self.shown_rows)
+            else None
+        )
         table.clear()
         for _row, cells in rows:
             table.add_row(*cells)
         self.shown_rows = [row for row, _ in rows]
-        if at_end and rows:
+        if rows and (at_end or was is None):
             table.move_cursor(row=len(rows) - 1, animate=False)
+        elif was is not None and was in self.shown_rows:  # the row the reader is on stays
+            table.move_cursor(row=self.shown_rows.index(was), animate=False)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if not event.data_table.has_focus:  # a redraw moving the cursor back
@@ -247,7 +269,7 @@ class WatchApp(App[None]):
         self.selected = (slow.trace, slow.session)
         self.flt.session = ""
         self.redraw()
-        table = self.query_one("#replays", DataTable)
+        table = self.tables["replays"]
         key = f"{slow.trace}\0{slow.request_id}\0{slow.session}"
         keys = [k for k, _ in views.replay_rows(self.engine, self.flt)]
         if key in keys:

@@ -188,6 +188,8 @@ def message_text(row: Row) -> Text:
         return Text("This message is not kept (too large, or an older row folded into counts).")
     try:
         value = loads(row.raw)
+        if isinstance(value, dict) and "msg" in value:
+            value = value["msg"]  # the message, as sent (the record around it is in the title)
         pretty = json.dumps(value, indent=2, ensure_ascii=False)
     except ValueError:
         pretty = row.raw.decode("utf-8", "replace")
