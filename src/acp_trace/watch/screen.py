@@ -72,7 +72,7 @@ class WatchApp(App[None]):
 
     TITLE = "acp-trace watch"
     CSS = """
-    #left { width: 42; }
+    #left { width: 50; }
     #sessions { height: 1fr; }
     #replay { height: 9; border: round $accent; padding: 0 1; }
     #replays { height: 8; }
@@ -199,7 +199,7 @@ class WatchApp(App[None]):
         who = f"{trace.agent}: {session.id if session else '(no session yet)'}"
         self.w_head.update(views.t(f"{who}   {head}"))
         table = self.tables["timeline"]
-        at_end = table.cursor_row >= table.row_count - 1
+        at_end = not table.has_focus or table.cursor_row >= table.row_count - 1
         was = (
             self.shown_rows[table.cursor_row]
             if 0 <= table.cursor_row < len(self.shown_rows)
