@@ -69,6 +69,7 @@ def watch(
     from acp_trace.watch.engine import Engine
 
     engine = Engine(roots, interval=0.0 if once else interval, marker_meta=marker_meta)
+    engine.judge.warm()
     try:
         if fmt == "jsonl":
             _stream(engine, until_ended=until_ended, once=once)

@@ -25,7 +25,7 @@ from acp_trace.analysis import Analysis
 from acp_trace.trace.lines import SCHEMA, Table
 from acp_trace.trace.native import read_range
 
-MAX_ROWS = 200_000  # records rows kept per trace before the oldest settled ones are let go
+MAX_ROWS = 50_000  # records rows kept per trace before the settled updates are let go
 BUDGET = 0.25  # the share of the time the analysis may take
 END_RULES = frozenset({"unanswered-request", "cancel-unanswered"})
 
@@ -76,6 +76,11 @@ class Judge:
         self.next_run = 0.0
         self.runs = 0
         self.seconds = 0.0  # time spent analyzing, all runs
+
+    def warm(self) -> None:
+        """Run the passes once on no records: their imports and set-up are paid before the
+        first trace arrives, not while its replay waits for an outcome."""
+        Analysis(pl.DataFrame(schema=SCHEMA), marker_meta=self.marker_meta).findings()
 
     def add(self, trace: str, lines: list[bytes]) -> None:
         """Parse new whole lines of a trace (its first call starts with the header)."""
