@@ -96,3 +96,14 @@ def test_a_root_that_is_nothing_is_an_error_that_names_it(tmp_path: Path) -> Non
     with pytest.raises(InputError, match=r"nowhere: no such directory \(expected a trace file"):
         check_roots([str(tmp_path / "nowhere")])
     assert check_roots([str(tmp_path)]) == [str(tmp_path)]
+
+
+def test_old_traces_already_in_a_folder_are_not_read_again(tmp_path: Path) -> None:
+    """A trace in the folder since long before the watch is passed over; a recent one and a
+    file named itself are followed."""
+    old, recent = tmp_path / "old.jsonl", tmp_path / "recent.jsonl"
+    old.write_bytes(b"")
+    recent.write_bytes(b"")
+    os.utime(old, (1_000_000_000, 1_000_000_000))
+    assert [p.name for p in Folder([str(tmp_path)]).new_files()] == ["recent.jsonl"]
+    assert [p.name for p in Folder([str(old)]).new_files()] == ["old.jsonl"]

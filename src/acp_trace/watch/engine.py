@@ -33,6 +33,7 @@ from acp_trace.watch.live import Change, Live, Replay
 Event = dict[str, Any]
 FINDINGS_KEPT = 1000  # findings the screen lists; older ones are counted
 REPLAYS_KEPT = 1000  # finished replays kept per watch; older ones are counted
+SCAN_SECONDS = 0.5  # how often the folders are searched for new traces
 QUIET_SECONDS = 30.0  # a trace that has not grown for this long (and has no exit) is quiet
 
 
@@ -51,6 +52,7 @@ class Engine:
     ending: set[str] = field(default_factory=set)  # exited, last analysis pending
     lines_read: int = 0
     version: int = 0  # grows whenever a step changed anything shown
+    next_scan: float = float("-inf")
 
     def __post_init__(self) -> None:
         self.folder = Folder(list(self.roots))
@@ -60,8 +62,10 @@ class Engine:
         """One round: new files, new lines, and (when due) the analyzer's verdicts."""
         now = self.clock()
         events: list[Event] = []
-        for path in self.folder.new_files():
-            self.followers[str(path)] = Follower(path)
+        if now >= self.next_scan:  # the folders, twice a second; the files at every step
+            self.next_scan = now + SCAN_SECONDS
+            for path in self.folder.new_files():
+                self.followers[str(path)] = Follower(path)
         for name, follower in self.followers.items():
             events.extend(self._read(name, follower, now))
         if self.judge.due(now):

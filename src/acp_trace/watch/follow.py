@@ -10,6 +10,7 @@ finds the trace files that appear under the watched directories, the way `find_t
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,24 +114,40 @@ class Follower:
 
 @dataclass
 class Folder:
-    """The trace files under some paths: files named, and those that appear in directories."""
+    """The trace files under some paths: files named, and those that appear in directories.
+    A file already in a folder when the watch starts is followed only when it was modified in
+    the last `recent` seconds (a folder of last month's traces is not read again); files that
+    appear later are always followed, and a file named itself is always read."""
 
     roots: list[str]
+    recent: float = 600.0
     known: set[Path] = field(default_factory=set)
+    scans: int = 0
 
     def new_files(self) -> list[Path]:
         """Files not seen before, in order. A directory with no trace yet is no error here:
         traces are expected to appear in it."""
-        found: list[Path] = []
+        found: list[tuple[Path, bool]] = []
         for root in self.roots:
             try:
                 items = find_traces([root])
             except InputError:
                 continue
-            found.extend(item.path for item in items)
-        fresh = [p for p in found if p not in self.known]
-        self.known.update(fresh)
-        return fresh
+            found.extend((item.path, item.explicit) for item in items)
+        first, self.scans = self.scans == 0, self.scans + 1
+        fresh = [(p, explicit) for p, explicit in found if p not in self.known]
+        self.known.update(p for p, _ in fresh)
+        if first:
+            cutoff = time.time() - self.recent
+            fresh = [(p, e) for p, e in fresh if e or _modified(p) >= cutoff]
+        return [p for p, _ in fresh]
+
+
+def _modified(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def check_roots(roots: Iterable[str]) -> list[str]:
