@@ -20,7 +20,7 @@ def watch(
     traces: Annotated[
         list[str] | None,
         typer.Argument(
-            metavar="[TRACE|DIR]...",
+            metavar="TRACE|DIR",
             help="Trace files or folders to follow (default: the folder `record` writes to "
             "without -o: $ACP_TRACE_DIR, else $XDG_STATE_HOME/acp-trace/traces).",
         ),

@@ -123,12 +123,15 @@ class Live:
     def __init__(self) -> None:
         self.traces: dict[str, Trace] = {}
         self.replays: dict[tuple[str, str, str], Replay] = {}  # (trace, request id, session)
+        self.open: dict[tuple[str, str], Replay] = {}  # (trace, session): the newest open one
 
     def reset(self, name: str) -> None:
         """A trace read again from its start (truncated or replaced)."""
         self.traces.pop(name, None)
         for key in [k for k in self.replays if k[0] == name]:
             del self.replays[key]
+        for pair in [k for k in self.open if k[0] == name]:
+            del self.open[pair]
 
     def feed(self, name: str, line: bytes) -> list[Change]:
         trace = self.traces.get(name)
@@ -224,6 +227,7 @@ class Live:
             ):
                 replay = Replay(trace.name, session, key[1], method, t_ns or 0)
                 self.replays[(trace.name, key[1], session)] = replay
+                self.open[(trace.name, session)] = replay
                 self._session(trace, session).state = "replaying"
                 return [Change("replay_started", trace, replay)]
             return []
@@ -304,14 +308,13 @@ class Live:
         replay = self.replays.get((trace.name, key[1], session or ""))
         if replay is not None and replay.t_response is None:
             replay.t_response, replay.failed = t_ns or 0, failed
+            if self.open.get((trace.name, replay.session)) is replay:
+                del self.open[(trace.name, replay.session)]
             changes.append(Change("response", trace, replay))
         return changes
 
     def _open_replay(self, trace: str, session: str) -> Replay | None:
-        for replay in reversed(self.replays.values()):
-            if replay.trace == trace and replay.session == session and replay.t_response is None:
-                return replay
-        return None
+        return self.open.get((trace, session))
 
     def _session(self, trace: Trace, session: str) -> Session:
         s = trace.sessions.get(session)
