@@ -142,3 +142,23 @@ def test_memory_is_bounded_old_rows_folded_into_counts(
     assert len(session.rows) == 400
     assert sum(session.folded.values()) + sum(r.count for r in session.rows) == 3001  # + response
     assert engine.judge.books[str(path)].rows < 500
+
+
+def test_a_failing_analysis_is_said_and_the_watch_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug in a pass becomes one `error` event naming the trace; following goes on."""
+
+    def broken(self: object, *args: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(judge_mod.Judge, "_replays", broken)
+    path = _replay_trace(True).write(tmp_path / "t.jsonl")
+    clock = Clock()
+    engine = Engine([str(path)], clock=clock)
+    events = _run(engine, clock)
+    errors = [e for e in events if e["event"] == "error"]
+    assert errors == [
+        {"event": "error", "trace": str(path), "message": "the analysis failed: RuntimeError: boom"}
+    ]
+    assert "replay_started" in [e["event"] for e in events]

@@ -12,6 +12,7 @@ Events, each with `event` and `trace`:
   `gap_source`, `history_updates`, `history_bytes`, `phase`: the largest phase in the gap).
 - `finding`: a rule of `check` broken (`rule`, `severity`, `side`, `session`, `seq`, `t_ms`,
   `message`).
+- `error`: the analysis of a trace failed (a bug: the watch goes on, `message` says what).
 - `trace_ended`: the agent exited (`code`, `signal`, `errors`, `dropped`, `malformed`), after
   the trace's last findings.
 Times `t_ms` are the tap's stamps (ms since the trace's `started_at`).
@@ -49,6 +50,7 @@ class Engine:
     grew: dict[str, float] = field(default_factory=dict)  # when each trace last grew
     findings: deque[Event] = field(default_factory=lambda: deque(maxlen=FINDINGS_KEPT))
     finding_count: int = 0
+    errors: deque[str] = field(default_factory=lambda: deque(maxlen=20))
     ending: set[str] = field(default_factory=set)  # exited, last analysis pending
     lines_read: int = 0
     version: int = 0  # grows whenever a step changed anything shown
@@ -173,6 +175,9 @@ class Engine:
                     "phase": d.phase,
                 }
             )
+        for trace, message in verdicts.errors:
+            self.errors.append(f"{trace}: {message}")
+            events.append({"event": "error", "trace": trace, "message": message})
         for f in verdicts.findings:
             event = {
                 "event": "finding",

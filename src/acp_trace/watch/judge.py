@@ -49,6 +49,7 @@ class Decided:
 class Verdicts:
     replays: list[Decided] = field(default_factory=list)
     findings: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[tuple[str, str]] = field(default_factory=list)  # (trace, what went wrong)
 
 
 @dataclass
@@ -125,7 +126,10 @@ class Judge:
         start = time.perf_counter()
         for name, book in self.books.items():
             if book.dirty:
-                self._judge(name, book, out)
+                try:
+                    self._judge(name, book, out)
+                except Exception as exc:  # a bug in a pass must not end the watch: said, once
+                    out.errors.append((name, f"the analysis failed: {type(exc).__name__}: {exc}"))
                 if book.rows > MAX_ROWS:
                     self._compact(book, open_since.get(name))
         spent = time.perf_counter() - start

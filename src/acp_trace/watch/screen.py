@@ -161,6 +161,8 @@ class WatchApp(App[None]):
             text += f"  |  filter: {self.flt.describe()}"
         if self.paused:
             text += "  |  PAUSED (p resumes)"
+        if e.errors:
+            text += f"  |  {e.errors[-1]}"
         self.w_status.update(views.t(text + "  |  ? keys"))
 
     def _fill(self, selector: str, rows: list[tuple[str, list[Text]]]) -> None:
