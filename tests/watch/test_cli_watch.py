@@ -111,3 +111,12 @@ def test_the_screen_without_textual_names_the_extra(
         "acp-trace: watch on a terminal needs Textual: pip install 'acp-trace[watch]' "
         "(or use --format jsonl)\n",
     )
+
+
+def test_once_on_a_folder_without_a_trace_is_an_error(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    result = cli("watch", "--once", "empty")
+    assert (result.code, result.err) == (
+        2,
+        "acp-trace: empty: no trace to read (looked for acp-trace v1 traces)\n",
+    )

@@ -73,6 +73,12 @@ def watch(
     try:
         if fmt == "jsonl":
             _stream(engine, until_ended=until_ended, once=once)
+            if once and not engine.live.traces:
+                from acp_trace.errors import InputError
+
+                raise InputError(
+                    f"{', '.join(roots)}: no trace to read (looked for acp-trace v1 traces)"
+                )
         else:
             _screen(engine)
     finally:
