@@ -173,6 +173,8 @@ def run_one(variant: str, replays: int, rate: float, per: int, work: Path) -> di
         result["latency"] = holder[0]
     else:
         assert watcher is not None and watcher.stdout is not None
+        guard = threading.Thread(target=stop_after, args=(watcher, driver, result), daemon=True)
+        guard.start()
         base: float | None = None
         for line in watcher.stdout:
             now = time.time()
@@ -192,6 +194,19 @@ def run_one(variant: str, replays: int, rate: float, per: int, work: Path) -> di
         result["cpu"], result["rss"] = cpu_and_rss([s for s in samples if s[0] >= t0])
     result["seconds"] = time.monotonic() - t0
     return result
+
+
+def stop_after(
+    watcher: subprocess.Popen[bytes], driver: threading.Thread, result: dict[str, Any]
+) -> None:
+    """A hang guard: a recording that ends without its `exit` record (the recorder killed)
+    never ends for the watcher; it is stopped 120 s after the client finished."""
+    driver.join()
+    try:
+        watcher.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        result["stopped"] = True
+        watcher.terminate()
 
 
 def cpu_and_rss(samples: list[tuple[float, float, float]]) -> tuple[float, tuple[float, float]]:
