@@ -31,10 +31,12 @@ def pane(tmp_path: Path) -> Iterator[Callable[[], str]]:
     traces.mkdir()
     env = {**os.environ, "ACP_TRACE_DIR": str(traces), "TERM": "xterm-256color"}
     tmux = [TMUX, "-S", str(socket), "-f", "/dev/null"]
-    watch = f"{BIN / 'acp-trace'} watch; sleep 600"
+    watch = f"exec {BIN / 'acp-trace'} watch"
     subprocess.run(
         [*tmux, "new-session", "-d", "-s", "w", "-x", "150", "-y", "45", watch], env=env, check=True
     )
+    shown = [*tmux, "display-message", "-p", "-t", "w", "#{pane_pid}"]
+    pid = int(subprocess.run(shown, capture_output=True, check=True).stdout)
 
     def capture() -> str:
         done = subprocess.run([*tmux, "capture-pane", "-p", "-t", "w"], capture_output=True)
@@ -45,6 +47,24 @@ def pane(tmp_path: Path) -> Iterator[Callable[[], str]]:
         yield capture
     finally:
         subprocess.run([*tmux, "kill-server"], capture_output=True)
+        _ends_with_its_terminal(pid)
+
+
+def _ends_with_its_terminal(pid: int) -> None:
+    """The watch ends when its terminal is closed (no orphan left drawing nowhere)."""
+    deadline = time.monotonic() + 60  # a hang guard only
+    while Path(f"/proc/{pid}").exists() and b"acp-trace" in _cmdline(pid):
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            pytest.fail("acp-trace watch outlived its terminal")
+        time.sleep(0.05)
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 def _client(env: dict[str, str], *fault: str) -> subprocess.Popen[bytes]:

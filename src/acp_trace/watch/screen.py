@@ -8,6 +8,10 @@ its state (`watch.views`), unless paused; the analyzer runs on its own cadence i
 
 from __future__ import annotations
 
+import asyncio
+import os
+import signal
+import sys
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -118,6 +122,10 @@ class WatchApp(App[None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGTERM, self.exit)
+        # the terminal closed: nothing to restore on it, and nothing of ours to write
+        loop.add_signal_handler(signal.SIGHUP, os._exit, 128 + signal.SIGHUP)
         main = self.screen  # the main screen's widgets, whatever window is on top later
         self.w_status = main.query_one("#status", Static)
         self.w_replay = main.query_one("#replay", Static)
@@ -134,7 +142,10 @@ class WatchApp(App[None]):
         self.step()
 
     def step(self) -> None:
-        """Read the files, let the analyzer decide, redraw (unless paused)."""
+        """Read the files, let the analyzer decide, redraw (unless paused). Ends when the
+        terminal has gone away (a closed window whose hangup did not reach us)."""
+        if not self.is_headless and not _terminal_alive():
+            os._exit(128 + signal.SIGHUP)  # as if its hangup had come
         self.engine.step()
         if not self.paused:
             self.redraw(force=False)
@@ -277,3 +288,12 @@ class WatchApp(App[None]):
         if key in keys:
             table.move_cursor(row=keys.index(key), animate=False)
         table.focus()
+
+
+def _terminal_alive() -> bool:
+    """The terminal the screen is drawn on is still there (a hung-up one fails tcgetattr)."""
+    stream = sys.__stderr__ if sys.__stderr__ is not None else sys.__stdout__
+    try:
+        return stream is not None and os.isatty(stream.fileno())
+    except (OSError, ValueError):
+        return False
