@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "output",
     "importing",
     "demo",
+    "watch",
 )  # the --help order
 
 

@@ -75,7 +75,7 @@ app = typer.Typer(
 
 # `--help` lists the commands in these groups, in the order a user meets them.
 HELP_PANELS = {
-    "Record and replay": ("record", "mock"),
+    "Record and replay": ("record", "mock", "watch"),
     "Analyze traces": ("summary", "replays", "check", "timeline", "latency", "rules"),
     "Compare runs": ("diff",),
     "Write files": ("report", "plot", "export"),

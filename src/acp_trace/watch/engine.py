@@ -1,0 +1,275 @@
+"""The watch loop without a screen: follow the files, feed the live picture, let the analyzer
+decide, and say what happened as events (one dict each; `--format jsonl` prints them).
+
+Events, each with `event` and `trace`:
+- `trace_started`: a trace joined (`agent`, `started_at`).
+- `skipped`: a file in a watched folder that is no trace of the tap (`why`).
+- `trace_reopened`: it was truncated or replaced (`why`): read again from its start.
+- `replay_started`: a replaying request went out (`session`, `request_id`, `method`, `t_ms`).
+- `marker`: its `replay_complete` came (`t_ms`, `elapsed_ms` since the request,
+  `history_updates` and `history_bytes` so far).
+- `response`: the analyzer decided the replay after its answer (`outcome`, `gap_ms`,
+  `gap_source`, `history_updates`, `history_bytes`, `phase`: the largest phase in the gap).
+- `finding`: a rule of `check` broken (`rule`, `severity`, `side`, `session`, `seq`, `t_ms`,
+  `message`).
+- `error`: the analysis of a trace failed (a bug: the watch goes on, `message` says what).
+- `trace_ended`: the agent exited (`code`, `signal`, `errors`, `dropped`, `malformed`), after
+  the trace's last findings.
+Times `t_ms` are the tap's stamps (ms since the trace's `started_at`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from acp_trace.watch.follow import Folder, Follower
+from acp_trace.watch.judge import Judge, Verdicts
+from acp_trace.watch.live import Change, Live, Replay
+
+Event = dict[str, Any]
+FINDINGS_KEPT = 1000  # findings the screen lists; older ones are counted
+REPLAYS_KEPT = 1000  # finished replays kept per watch; older ones are counted
+SCAN_SECONDS = 0.5  # how often the folders are searched for new traces
+QUIET_SECONDS = 30.0  # a trace that has not grown for this long (and has no exit) is quiet
+
+
+@dataclass
+class Engine:
+    roots: list[str]
+    interval: float = 1.0
+    marker_meta: str | None = None
+    clock: Callable[[], float] = time.monotonic
+    live: Live = field(default_factory=Live)
+    judge: Judge = field(init=False)
+    followers: dict[str, Follower] = field(default_factory=dict)
+    grew: dict[str, float] = field(default_factory=dict)  # when each trace last grew
+    findings: deque[Event] = field(default_factory=lambda: deque(maxlen=FINDINGS_KEPT))
+    finding_count: int = 0
+    errors: deque[str] = field(default_factory=lambda: deque(maxlen=20))
+    ending: set[str] = field(default_factory=set)  # exited, last analysis pending
+    lines_read: int = 0
+    version: int = 0  # grows whenever a step changed anything shown
+    next_scan: float = float("-inf")
+
+    def __post_init__(self) -> None:
+        self.folder = Folder(list(self.roots))
+        self.judge = Judge(self.interval, self.marker_meta)
+
+    def step(self) -> list[Event]:
+        """One round: new files, new lines, and (when due) the analyzer's verdicts."""
+        now = self.clock()
+        events: list[Event] = []
+        if now >= self.next_scan:  # the folders, twice a second; the files at every step
+            self.next_scan = now + SCAN_SECONDS
+            for path in self.folder.new_files():
+                self.followers[str(path)] = Follower(path)
+        for name, follower in self.followers.items():
+            events.extend(self._read(name, follower, now))
+        if self.judge.due(now):
+            events.extend(self._verdicts(self.judge.run(now, self._open_since())))
+            for name in sorted(self.ending):
+                trace = self.live.traces[name]
+                events.append(self._ended(trace))
+            self.ending.clear()
+        if events or self.lines_read != self._last_lines:
+            self.version += 1
+            self._last_lines = self.lines_read
+        return events
+
+    _last_lines = 0
+
+    def quiet(self, name: str) -> bool:
+        trace = self.live.traces.get(name)
+        return bool(
+            trace and trace.ended is None and self.clock() - self.grew.get(name, 0) > QUIET_SECONDS
+        )
+
+    def _read(self, name: str, follower: Follower, now: float) -> list[Event]:
+        polled = follower.poll()
+        events: list[Event] = []
+        if polled.reopened:
+            self.live.reset(name)
+            self.judge.reset(name)
+            self.ending.discard(name)
+            events.append({"event": "trace_reopened", "trace": name, "why": polled.reopened})
+        if not polled.lines:
+            return events
+        if name not in self.live.traces and not _looks_native(polled.lines[0]):
+            follower.close()  # a stray file, not a trace of the tap: passed over
+            self.followers[name] = _Ignored(Path(name))
+            why = "passed over: its first line is no acp-trace v1 header or record"
+            return [*events, {"event": "skipped", "trace": name, "why": why}]
+        self.grew[name] = now
+        self.lines_read += len(polled.lines)
+        self.judge.add(name, polled.lines)
+        for line in polled.lines:
+            for change in self.live.feed(name, line):
+                events.extend(self._changed(change))
+        return events
+
+    def _changed(self, change: Change) -> list[Event]:
+        trace, replay = change.trace, change.replay
+        if change.what == "trace_started":
+            return [
+                {
+                    "event": "trace_started",
+                    "trace": trace.name,
+                    "agent": trace.agent,
+                    "started_at": trace.header.get("started_at"),
+                }
+            ]
+        if change.what == "trace_ended":
+            self.ending.add(trace.name)
+            self.judge.mark(trace.name, ended=True)
+            return []
+        assert replay is not None
+        if change.what == "replay_started":
+            self._forget_old_replays()
+            return [
+                {
+                    "event": "replay_started",
+                    **_where(replay),
+                    "method": replay.method,
+                    "t_ms": replay.t_req / 1e6,
+                }
+            ]
+        if change.what == "marker":
+            t = replay.t_marker or 0
+            return [
+                {
+                    "event": "marker",
+                    **_where(replay),
+                    "t_ms": t / 1e6,
+                    "elapsed_ms": (t - replay.t_req) / 1e6,
+                    "history_updates": replay.updates,
+                    "history_bytes": replay.bytes,
+                }
+            ]
+        self.judge.mark(trace.name)  # a response: the analyzer decides the outcome now
+        return []
+
+    def _verdicts(self, verdicts: Verdicts) -> list[Event]:
+        events: list[Event] = []
+        for d in verdicts.replays:
+            replay = self.live.replays.get((d.trace, d.request_id, d.session))
+            if replay is not None:
+                replay.outcome, replay.gap_ms, replay.phase = d.outcome, d.gap_ms, d.phase
+            t_ms = None if replay is None or replay.t_response is None else replay.t_response / 1e6
+            events.append(
+                {
+                    "event": "response",
+                    "trace": d.trace,
+                    "session": d.session,
+                    "request_id": d.request_id,
+                    "t_ms": t_ms,
+                    "outcome": d.outcome,
+                    "gap_ms": d.gap_ms,
+                    "gap_source": d.gap_source,
+                    "history_updates": d.history_updates,
+                    "history_bytes": d.history_bytes,
+                    "phase": d.phase,
+                }
+            )
+        for trace, message in verdicts.errors:
+            self.errors.append(f"{trace}: {message}")
+            events.append({"event": "error", "trace": trace, "message": message})
+        for f in verdicts.findings:
+            event = {
+                "event": "finding",
+                **{
+                    k: f[k]
+                    for k in (
+                        "trace",
+                        "rule",
+                        "severity",
+                        "side",
+                        "session",
+                        "seq",
+                        "t_ms",
+                        "message",
+                    )
+                },
+            }
+            self.findings.append(event)
+            self.finding_count += 1
+            self._attach(event)
+            events.append(event)
+        return events
+
+    def _attach(self, finding: Event) -> None:
+        """Show a finding on the replay of its session it happened in (the latest before)."""
+        t = finding["t_ms"]
+        best: Replay | None = None
+        for replay in self.live.replays.values():
+            if (
+                replay.trace == finding["trace"]
+                and replay.session == finding["session"]
+                and (t is None or replay.t_req / 1e6 <= t)
+            ):
+                best = replay
+        if best is not None:
+            best.findings.append(finding["rule"])
+
+    def _ended(self, trace: Any) -> Event:
+        ended = trace.ended or {}
+        return {
+            "event": "trace_ended",
+            "trace": trace.name,
+            "code": ended.get("code"),
+            "signal": ended.get("signal"),
+            "errors": list(trace.errors),
+            "dropped": trace.dropped,
+            "malformed": trace.malformed,
+        }
+
+    def _open_since(self) -> dict[str, int | None]:
+        out: dict[str, int | None] = {}
+        for replay in self.live.replays.values():
+            if replay.t_response is None:
+                now = out.get(replay.trace)
+                out[replay.trace] = replay.t_req if now is None else min(now, replay.t_req)
+        return out
+
+    def _forget_old_replays(self) -> None:
+        finished = [k for k, r in self.live.replays.items() if r.outcome is not None]
+        for key in finished[: max(0, len(finished) - REPLAYS_KEPT)]:
+            del self.live.replays[key]
+
+    def judge_idle(self) -> bool:
+        """Every line read has been analyzed and nothing waits to be said."""
+        if self.ending or any(b.dirty for b in self.judge.books.values()):
+            return False
+        return not any(f.behind() for f in self.followers.values())
+
+    def all_ended(self) -> bool:
+        """At least one trace is followed, every one has ended and its verdicts are out."""
+        traces = self.live.traces.values()
+        return bool(traces) and all(t.ended is not None for t in traces) and self.judge_idle()
+
+    def close(self) -> None:
+        for follower in self.followers.values():
+            follower.close()
+
+
+class _Ignored(Follower):
+    """A file in a watched folder that is not a tap's trace: never read again."""
+
+    def poll(self, limit: int = 0) -> Any:
+        from acp_trace.watch.follow import Poll
+
+        return Poll([])
+
+
+def _looks_native(line: bytes) -> bool:
+    from acp_trace.trace.native import is_native
+
+    return is_native(line)
+
+
+def _where(replay: Replay) -> Event:
+    return {"trace": replay.trace, "session": replay.session, "request_id": replay.request_id}

@@ -1,0 +1,208 @@
+"""What the watch screen shows, as rich `Text` (never markup: trace text is escaped for the
+terminal and then taken literally, so neither a control sequence nor `[bold]` in a session id
+does anything): the connection list, the replay in progress, the finished replays, a session's
+timeline and one message as pretty JSON. Pure functions of the engine's state."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from rich.text import Text
+
+from acp_trace.jsonrpc import loads
+from acp_trace.render.escape import terminal, terminal_lines
+from acp_trace.watch.engine import Engine
+from acp_trace.watch.live import Replay, Row, Session, Trace
+
+DONE_STYLE = {"complete": "green", "v1_loaded": "green", "rejected": "yellow"}
+
+
+def t(text: object, style: str = "") -> Text:
+    """A cell: trace text escaped, shown as it is."""
+    return Text(terminal(str(text)), style=style, no_wrap=True, overflow="ellipsis")
+
+
+def seconds(ms: float | None) -> str:
+    return "-" if ms is None else f"{ms / 1000:.2f} s" if abs(ms) >= 1000 else f"{ms:.0f} ms"
+
+
+def size(n: int) -> str:
+    return (
+        f"{n} B" if n < 1024 else f"{n / 1024:.1f} kB" if n < 1 << 20 else f"{n / 1048576:.1f} MB"
+    )
+
+
+@dataclass
+class Filter:
+    """What the screen shows: rows whose method or update kind contains `text`, sessions
+    whose id contains `session`, and with `findings`, only replays and sessions with findings."""
+
+    text: str = ""
+    session: str = ""
+    findings: bool = False
+
+    def describe(self) -> str:
+        parts = [f"rows ~ {self.text}"] * bool(self.text)
+        parts += [f"session ~ {self.session}"] * bool(self.session)
+        parts += ["findings only"] * self.findings
+        return ", ".join(parts)
+
+
+def trace_state(engine: Engine, trace: Trace) -> str:
+    if trace.ended is not None:
+        code, sig = trace.ended.get("code"), trace.ended.get("signal")
+        how = f"signal {sig}" if sig is not None else f"exit {code}"
+        extra = [f"{len(trace.errors)} errors"] * bool(trace.errors)
+        extra += [f"{trace.dropped} dropped"] * bool(trace.dropped)
+        extra += [f"{trace.malformed} malformed"] * bool(trace.malformed)
+        return ", ".join([how, *extra])
+    return "quiet" if engine.quiet(trace.name) else "live"
+
+
+def session_rows(engine: Engine, flt: Filter) -> Iterator[tuple[str, list[Text]]]:
+    """The connection list: a row per trace, then one per session (key, cells)."""
+    with_findings = {(f["trace"], f["session"]) for f in engine.findings}
+    for trace in engine.live.traces.values():
+        proto = "-" if trace.protocol is None else f"v{trace.protocol}"
+        agent = trace.agent + (f" {trace.version}" if trace.version else "")
+        state = trace_state(engine, trace)
+        yield trace.name, [t(agent, "bold"), t(proto), t(state, "green" if state == "live" else "")]
+        for s in trace.sessions.values():
+            if flt.session and flt.session not in s.id:
+                continue
+            if flt.findings and (trace.name, s.id) not in with_findings:
+                continue
+            count = sum(s.counts.values())
+            flag = " !" if (trace.name, s.id) in with_findings else ""
+            yield f"{trace.name}\0{s.id}", [t(f"  {s.id}{flag}"), t(f"{count} upd"), t(s.state)]
+
+
+def current_replay(engine: Engine, session: tuple[str, str] | None) -> Replay | None:
+    """The replay at the centre: the selected session's latest, else the newest in progress,
+    else the newest of all."""
+    replays = list(engine.live.replays.values())
+    if session is not None:
+        mine = [r for r in replays if (r.trace, r.session) == session]
+        if mine:
+            return mine[-1]
+    running = [r for r in replays if r.outcome is None]
+    pool = running or replays
+    return pool[-1] if pool else None
+
+
+def replay_panel(engine: Engine, replay: Replay | None, now: float | None = None) -> Text:
+    """The replay in progress: elapsed, history so far, the marker, the gap growing live;
+    then its outcome, gap, largest phase and findings once decided."""
+    if replay is None:
+        return Text("No replay yet: waiting for a session/resume with a cursor or a session/load.")
+    trace = engine.live.traces.get(replay.trace)
+    now = time.time() if now is None else now
+    start = trace.wall(replay.t_req) if trace else None
+    out = Text()
+    out.append(f"{replay.method} ", "bold")
+    out.append(terminal(replay.session), "bold cyan")
+    out.append(f"  (id {terminal(replay.request_id)}, {terminal(trace.agent if trace else '?')})\n")
+    end = replay.t_response
+    if end is None:
+        elapsed = None if start is None else (now - start) * 1000
+        out.append(f"elapsed   {seconds(elapsed)} since the request\n")
+    else:
+        out.append(f"response  at {seconds((end - replay.t_req) / 1e6)}\n")
+    out.append(f"history   {replay.updates} updates, {size(replay.bytes)}\n")
+    if replay.t_marker is not None:
+        out.append(f"marker    at {seconds((replay.t_marker - replay.t_req) / 1e6)}\n")
+    else:
+        out.append("marker    not yet\n" if end is None else "marker    none\n")
+    since = replay.t_marker if replay.t_marker is not None else replay.t_last_history
+    what = "marker" if replay.t_marker is not None else "last history update"
+    if end is None and since is not None and trace is not None:
+        wall = trace.wall(since)
+        gap = None if wall is None else (now - wall) * 1000
+        out.append(f"gap       {seconds(gap)} since the {what}, growing\n", "bold yellow")
+    elif replay.outcome is None and end is not None:
+        out.append("outcome   deciding...\n")
+    if replay.outcome is not None:
+        style = DONE_STYLE.get(replay.outcome, "bold red")
+        out.append("outcome   ")
+        out.append(replay.outcome, style)
+        out.append(f"   gap {seconds(replay.gap_ms)}")
+        if replay.phase:
+            out.append(f"   largest phase {terminal(replay.phase)}")
+        out.append("\n")
+    if replay.findings:
+        out.append("findings  " + ", ".join(sorted(set(replay.findings))) + "\n", "bold red")
+    return out
+
+
+def replay_rows(engine: Engine, flt: Filter) -> Iterator[tuple[str, list[Text]]]:
+    """The finished (and running) replays, newest first."""
+    for r in reversed(list(engine.live.replays.values())):
+        if flt.findings and not r.findings:
+            continue
+        if flt.session and flt.session not in r.session:
+            continue
+        outcome = r.outcome or ("running" if r.t_response is None else "deciding")
+        style = DONE_STYLE.get(outcome, "" if r.outcome is None else "red")
+        cells = [t(r.session), t(outcome, style), t(seconds(r.gap_ms)), t(r.updates)]
+        cells += [t(r.phase or "-"), t(", ".join(sorted(set(r.findings))) or "-", "red")]
+        yield f"{r.trace}\0{r.request_id}\0{r.session}", cells
+
+
+def timeline_rows(
+    trace: Trace, session: Session | None, flt: Filter, limit: int = 300
+) -> tuple[str, list[tuple[Row, list[Text]]]]:
+    """A session's timeline, merged with its connection's own rows (stderr, tap events,
+    initialize), newest last; the first line says how many older rows were folded."""
+    rows = list(trace.stderr.rows) + (list(session.rows) if session else [])
+    rows.sort(key=lambda r: (r.seq is None, r.seq or 0))
+    if flt.text:
+        rows = [r for r in rows if flt.text in r.label or flt.text in r.kind]
+    folded = sum(trace.stderr.folded.values()) + (sum(session.folded.values()) if session else 0)
+    head = f"{folded} older rows folded into the counts" if folded else ""
+    counts = session.counts if session else None
+    if counts:
+        top = ", ".join(f"{terminal(k)} {n}" for k, n in counts.most_common(6))
+        head = f"{head}; updates: {top}" if head else f"updates: {top}"
+    out = []
+    for row in rows[-limit:]:
+        when = "-" if row.t_ns is None else f"{row.t_ns / 1e9:.3f}"
+        extra = f"{seconds(row.latency_ms)}" if row.latency_ms is not None else ""
+        if row.kind == "updates" and row.count > 1:
+            extra = f"x{row.count}"
+        if row.phase:
+            extra = f"phase {terminal(row.phase)}"
+        style = {"marker": "bold green", "error": "red", "stderr": "dim", "tap": "magenta"}
+        label = row.label if row.kind != "stderr" else row.label[:400]
+        out.append((row, [t(when), t(row.kind, style.get(row.kind, "")), t(label), t(extra)]))
+    return head, out
+
+
+def message_text(row: Row) -> Text:
+    """One recorded line as pretty JSON, every string escaped for the terminal."""
+    if row.raw is None:
+        if row.kind in ("stderr", "tap"):
+            return Text(terminal_lines(row.label))
+        return Text("This message is not kept (too large, or an older row folded into counts).")
+    try:
+        value = loads(row.raw)
+        if isinstance(value, dict) and "msg" in value:
+            value = value["msg"]  # the message, as sent (the record around it is in the title)
+        pretty = json.dumps(value, indent=2, ensure_ascii=False)
+    except ValueError:
+        pretty = row.raw.decode("utf-8", "replace")
+    return Text(terminal_lines(pretty))
+
+
+HELP = """Keys
+  ?        this help              q        quit
+  /        filter rows by method or update kind (empty: all)
+  @        filter sessions by id (empty: all)
+  f        findings only (replays and sessions with findings)
+  p        pause / resume the screen (the files are still read)
+  s        jump to the slowest replay (the largest gap)
+  enter    open the selected timeline row as pretty JSON
+  tab      move between the lists
+Escape closes this and every other window."""

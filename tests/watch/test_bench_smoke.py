@@ -1,0 +1,32 @@
+"""bench_watch.py runs end to end at tiny sizes and reports every figure (never asserted)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+@pytest.mark.slow
+def test_watch_benchmark_runs(tmp_path: Path) -> None:
+    out = tmp_path / "figures.json"
+    args = ["--replays", "2", "--per-replay", "200", "--rate", "2000", "--quiet-seconds", "1.5"]
+    args += ["--throughput", "2000", "--json", str(out)]
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "bench_watch.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    names = [f["name"] for f in json.loads(out.read_text())["figures"]]
+    for variant in ("tail", "jsonl", "screen"):
+        assert f"{variant}: stamp -> seen, median" in names
+    assert "jsonl: response -> outcome decided, median" in names
+    assert "engine: CPU s per 10,000 updates" in names
+    assert "quiet traffic: stamp -> in the file, max" in names

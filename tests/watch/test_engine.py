@@ -1,0 +1,164 @@
+"""The watch engine on a trace written a few lines at a time: events as the records arrive,
+outcomes and findings exactly as `check` and `replays` decide them, end rules held until the
+end, memory bounded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from acp_trace.analysis import analyze
+from acp_trace.watch import judge as judge_mod
+from acp_trace.watch.engine import Engine
+from tracebuilder import TraceBuilder
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _grow(path: Path, lines: list[bytes]) -> None:
+    with path.open("ab") as out:
+        out.write(b"".join(line + b"\n" for line in lines))
+
+
+def _run(engine: Engine, clock: Clock, rounds: int = 3) -> list[dict[str, Any]]:
+    """Steps until the analyzer has looked at everything (the clock moved past its wait)."""
+    events: list[dict[str, Any]] = []
+    for _ in range(rounds):
+        clock.now += 100.0
+        events += engine.step()
+    return events
+
+
+def _replay_trace(marker: bool) -> TraceBuilder:
+    b = TraceBuilder(agent="demo-agent", version="9.9")
+    new = b.request("session/new", {"cwd": "/tmp", "mcpServers": []})
+    b.response(new, {"sessionId": "sess_1"})
+    rid = b.resume("sess_1", dt=2)
+    b.history("sess_1", 3, dt=3)
+    if marker:
+        b.marker("sess_1")
+    b.state("sess_1")
+    b.response(rid, {}, dt=400)
+    return b
+
+
+@pytest.mark.parametrize("marker", [True, False])
+def test_a_replay_is_followed_as_it_is_written_and_decided_like_check(
+    tmp_path: Path, marker: bool
+) -> None:
+    """replay_started, then the marker (when sent), then the response with the outcome and gap
+    of `replays`, the findings of `check`, and the end; each once."""
+    b = _replay_trace(marker)
+    b.event("exit", code=0, signal=None)
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b"")
+    clock = Clock()
+    engine = Engine([str(tmp_path)], clock=clock)
+    cut = len(b.lines) - 5
+    _grow(path, b.lines[:cut])
+    first = _run(engine, clock)
+    assert [e["event"] for e in first][:2] == ["trace_started", "replay_started"]
+    assert not [e for e in first if e["event"] == "response"]
+    (running,) = engine.live.replays.values()
+    assert running.outcome is None and running.updates > 0
+    _grow(path, b.lines[cut:])
+    rest = _run(engine, clock)
+    names = [e["event"] for e in rest]
+    assert names.count("response") == 1 and names[-1] == "trace_ended"
+    assert ("marker" in names + [e["event"] for e in first]) == marker
+    whole = analyze(path)
+    expected = whole.replays.row(0, named=True)
+    response = next(e for e in rest if e["event"] == "response")
+    assert response["outcome"] == expected["outcome"]
+    gap = expected["marker_to_response_ms"] or expected["last_history_to_response_ms"]
+    assert response["gap_ms"] == pytest.approx(gap)
+    found = sorted((e["rule"], e["seq"]) for e in first + rest if e["event"] == "finding")
+    assert found == sorted(whole.findings().select("rule", "seq").rows())
+    assert ("marker-missing" in {r for r, _ in found}) == (not marker)
+
+
+def test_end_rules_wait_for_the_end_of_the_trace(tmp_path: Path) -> None:
+    """A request in flight is no `unanswered-request` while the trace is being written; it is
+    one once the agent exited without answering."""
+    b = TraceBuilder()
+    b.request("session/new", {"cwd": "/tmp", "mcpServers": []})
+    path = b.write(tmp_path / "t.jsonl")
+    clock = Clock()
+    engine = Engine([str(path)], clock=clock)
+    before = _run(engine, clock)
+    assert "unanswered-request" not in [e.get("rule") for e in before]
+    _grow(path, [b'{"seq":9,"t_ns":99000000,"src":"tap","event":"exit","code":1,"signal":null}'])
+    events = _run(engine, clock)
+    assert [e.get("rule") for e in events].count("unanswered-request") == 1
+    assert events[-1]["event"] == "trace_ended" and events[-1]["code"] == 1
+
+
+def test_a_stray_file_in_the_folder_is_passed_over_and_said(tmp_path: Path) -> None:
+    (tmp_path / "notes.log").write_text("not a trace\n")
+    clock = Clock()
+    engine = Engine([str(tmp_path)], clock=clock)
+    events = _run(engine, clock)
+    assert [(e["event"], Path(e["trace"]).name) for e in events] == [("skipped", "notes.log")]
+
+
+def test_a_truncated_trace_starts_again(tmp_path: Path) -> None:
+    """A trace written again from nothing is read again: the old replays are forgotten."""
+    path = _replay_trace(True).write(tmp_path / "t.jsonl")
+    clock = Clock()
+    engine = Engine([str(path)], clock=clock)
+    _run(engine, clock)
+    assert len(engine.live.replays) == 1
+    path.write_bytes(TraceBuilder().lines[0] + b"\n")
+    events = _run(engine, clock)
+    assert events[0] == {"event": "trace_reopened", "trace": str(path), "why": "truncated"}
+    assert engine.live.replays == {}
+
+
+def test_memory_is_bounded_old_rows_folded_into_counts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Thousands of updates make one growing row per kind run, a timeline of at most
+    ROWS_KEPT rows with the rest counted, and the analyzer lets settled updates go."""
+    monkeypatch.setattr(judge_mod, "MAX_ROWS", 500)
+    b = TraceBuilder()
+    new = b.request("session/new", {"cwd": "/tmp", "mcpServers": []})
+    b.response(new, {"sessionId": "s"})
+    for i in range(3000):
+        b.update("s", "agent_message_chunk" if i % 2 else "tool_call_update", dt=0.01)
+    path = b.write(tmp_path / "t.jsonl")
+    clock = Clock()
+    engine = Engine([str(path)], clock=clock)
+    _run(engine, clock)
+    session = engine.live.traces[str(path)].sessions["s"]
+    assert session.counts == {"agent_message_chunk": 1500, "tool_call_update": 1500}
+    assert len(session.rows) == 400
+    assert sum(session.folded.values()) + sum(r.count for r in session.rows) == 3001  # + response
+    assert engine.judge.books[str(path)].rows < 500
+
+
+def test_a_failing_analysis_is_said_and_the_watch_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug in a pass becomes one `error` event naming the trace; following goes on."""
+
+    def broken(self: object, *args: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(judge_mod.Judge, "_replays", broken)
+    path = _replay_trace(True).write(tmp_path / "t.jsonl")
+    clock = Clock()
+    engine = Engine([str(path)], clock=clock)
+    events = _run(engine, clock)
+    errors = [e for e in events if e["event"] == "error"]
+    assert errors == [
+        {"event": "error", "trace": str(path), "message": "the analysis failed: RuntimeError: boom"}
+    ]
+    assert "replay_started" in [e["event"] for e in events]
