@@ -27,6 +27,7 @@ ORDER = [
     "plot",
     "export",
     "import",
+    "mcp",
     "demo",
     "demo-agent",
     "demo-client",

@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "diff",
     "output",
     "importing",
+    "mcp_server",
     "demo",
 )  # the --help order
 
@@ -58,4 +59,15 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'acp_trace.cli' has no attribute {name!r}")
 
 
-__all__ = ["analysis", "app", "demo", "diff", "importing", "main", "mock", "output", "record"]
+__all__ = [
+    "analysis",
+    "app",
+    "demo",
+    "diff",
+    "importing",
+    "main",
+    "mcp_server",
+    "mock",
+    "output",
+    "record",
+]
