@@ -45,13 +45,13 @@ def mcp(
     from acp_trace.mcpserver.store import Store
 
     paths, hint = list(traces or []), ""
+    for path in paths:  # a path that names nothing is an error now (an empty folder is not)
+        if not glob.has_magic(path) and not Path(path).exists():
+            raise InputError(f"{path}: no such file or directory")
     if not paths:
         from acp_trace.record.trace_file import TRACE_DIR_ENV, default_trace_dir
 
         folder = os.environ.get(TRACE_DIR_ENV) or str(default_trace_dir(os.environ))
         paths = [folder]  # may not exist yet: each call says so until a trace is recorded
         hint = " (the folder acp-trace record writes to; record a session into it first)"
-    for path in paths:  # a path that names nothing is an error now (an empty folder is not)
-        if not glob.has_magic(path) and not Path(path).exists():
-            raise InputError(f"{path}: no such file or directory")
     serve(Store(paths, marker_meta=marker_meta, fmt=source_format, hint=hint))

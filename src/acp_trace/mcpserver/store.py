@@ -90,14 +90,16 @@ class Store:
             files = [f.path for f in found]
             version = fingerprint(files)
             if self._loaded is None or self._loaded.version != version:
-                self._loaded = self._read(files, version)
+                self._loaded = self._read(version)
             return self._loaded
 
-    def _read(self, files: list[Path], version: str) -> Loaded:
+    def _read(self, version: str) -> Loaded:
+        """The analysis of the paths as given: a file found in a folder that is no trace is
+        skipped (and listed), as the CLI does."""
         from acp_trace.analysis import analyze
         from acp_trace.render.report.context import relative_names
 
-        a = analyze(files, marker_meta=self.marker_meta, fmt=self.fmt)
+        a = analyze(self.paths, marker_meta=self.marker_meta, fmt=self.fmt)
         traces = a.records["trace"].unique(maintain_order=True).to_list()
         return Loaded(a, version, relative_names(traces))
 
