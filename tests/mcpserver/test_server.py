@@ -136,6 +136,9 @@ def test_each_tool_answers_on_the_sample_traces(tmp_path: Path) -> None:
     assert "sdk-initialize" in why["gap_stderr"]["largest_phase_in_gap"]
     assert why["sessions"][0]["updates_in_window_by_class"]["history"] == 800
     assert [(f["rule"], f["side"]) for f in why["rows"]] == [("marker-missing", "agent")]
+    readme = (SAMPLES.parent / "README.md").read_text()  # its worked example is this answer
+    for key in ("why", "time", "slowest_part"):
+        assert f'"{key}": {orjson.dumps(why[key]).decode()}' in readme, key
 
     found = answer(by_call["findings5"])
     expected_found = a.findings(None, "error").filter(side="agent")

@@ -104,7 +104,8 @@ def build(store: Store) -> Server:
             body: Callable[[Loaded, Page], str]) -> CallToolResult:  # fmt: skip
         page = Page(tool, query, cursor, limit)
         try:
-            return text(body(store.load(), page))
+            with store.busy:
+                return text(body(store.load(), page))
         except AcpTraceError as exc:
             raise ToolError(str(exc)) from exc
 
@@ -265,7 +266,8 @@ def build(store: Store) -> Server:
         """A chart as a PNG image (the charts of `acp-trace plot`): the gap distribution, the
         timeline of one replay (the slowest that matches), or request latency."""
         try:
-            png = timeline.chart(store.load(), kind, trace, session, request)
+            with store.busy:
+                png = timeline.chart(store.load(), kind, trace, session, request)
         except AcpTraceError as exc:
             raise ToolError(str(exc)) from exc
         data = base64.b64encode(png).decode()

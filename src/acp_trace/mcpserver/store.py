@@ -63,7 +63,7 @@ class Loaded:
 
 class Store:
     """The traces of `paths` (files, directories, globs), analyzed on first use and again
-    whenever the files change. Safe to call from several threads (one read at a time)."""
+    whenever the files change. Safe to call from several threads (one at a time)."""
 
     def __init__(
         self,
@@ -77,12 +77,14 @@ class Store:
         self.marker_meta = marker_meta
         self.fmt = fmt
         self.hint = hint  # added to "no traces" errors (e.g. how to record the first one)
-        self._lock = threading.Lock()
+        # one call at a time reads the traces or their (lazily built) analysis; `busy` is
+        # held by the server around each tool's answer
+        self.busy = threading.RLock()
         self._loaded: Loaded | None = None
 
     def load(self) -> Loaded:
         """The analysis of the traces as they are now (InputError when there are none)."""
-        with self._lock:
+        with self.busy:
             try:
                 found = find_traces(self.paths)
             except InputError as exc:
