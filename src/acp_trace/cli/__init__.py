@@ -59,15 +59,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'acp_trace.cli' has no attribute {name!r}")
 
 
-__all__ = [
-    "analysis",
-    "app",
-    "demo",
-    "diff",
-    "importing",
-    "main",
-    "mcp_server",
-    "mock",
-    "output",
-    "record",
-]
+__all__ = ["analysis", "app", "demo", "diff", "importing", "main", "mock", "output", "record"]
