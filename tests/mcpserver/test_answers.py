@@ -1,0 +1,70 @@
+"""The answers in process (acp_trace.mcpserver.server.build, no subprocess): explain_replay on
+replays of each kind of ending, and the outcome vocabulary of the tools."""
+
+from __future__ import annotations
+
+import typing
+from pathlib import Path
+from typing import Any
+
+import anyio
+import orjson
+
+from acp_trace.mcpserver import explain, server
+from acp_trace.mcpserver.store import Store
+from tracebuilder import TraceBuilder
+
+
+def call(paths: list[str], name: str, args: dict[str, Any]) -> dict[str, Any]:
+    """One tool call on a server built in this process; the answer's JSON (or the error)."""
+    built = server.build(Store(paths))
+
+    async def main() -> Any:
+        return await built.call_tool(name, args)
+
+    result = anyio.run(main)
+    text = result.content[0].text
+    return {"error": text} if result.is_error else dict(orjson.loads(text))
+
+
+def test_the_outcome_filter_names_every_outcome_explained() -> None:
+    """The `outcome` argument's choices are the outcomes explain_replay has a reason for."""
+    assert set(typing.get_args(server.Outcome)) == set(explain.OUTCOMES)
+
+
+def test_an_open_replay_is_explained(tmp_path: Path) -> None:
+    """A resume still pending when the trace ends: outcome open, no time to the response,
+    the steps it got to."""
+    b = TraceBuilder()
+    b.resume("s1")
+    b.history("s1", 3)
+    trace = b.write(tmp_path / "open.jsonl")
+    why = call([str(trace)], "explain_replay", {})
+    assert why["outcome"] == "open" and "no response was recorded" in why["why"]
+    assert why["time"].startswith("no response was recorded")
+    assert why["end"]["how"] == "open" and why["slowest_part"] is None
+    steps = [s["what"] for s in why["sessions"][0]["steps"]]
+    assert steps[0] == "first update" and steps[1].startswith("last history update (6 in all")
+    assert len(steps) == 2
+
+
+def test_a_rejected_replay_is_explained(tmp_path: Path) -> None:
+    """A resume answered -32602: outcome rejected, the error code in `end`."""
+    b = TraceBuilder()
+    rid = b.resume("s1")
+    b.error(rid, -32602)
+    trace = b.write(tmp_path / "rejected.jsonl")
+    why = call([str(trace)], "explain_replay", {"session": "s1", "request": str(rid)})
+    assert why["outcome"] == "rejected" and "refused" in why["why"]
+    assert why["end"]["how"] == "error" and why["end"]["error_code"] == -32602
+
+
+def test_a_trace_without_replays_says_so(tmp_path: Path) -> None:
+    """explain_replay on traces with no replaying request is a tool error saying so."""
+    b = TraceBuilder()
+    b.request("session/new", {"cwd": "/"})
+    trace = b.write(tmp_path / "new.jsonl")
+    out = call([str(trace)], "explain_replay", {})
+    assert out["error"] == (
+        "acp-trace: no replaying session/resume or session/load in these traces"
+    )
