@@ -4,7 +4,9 @@ typer. What goes to the terminal goes through `acp_trace.cli.terminal`."""
 
 from __future__ import annotations
 
+import errno
 import inspect
+import os
 import signal
 import sys
 import traceback
@@ -307,6 +309,12 @@ def main() -> None:
         code = 130
     except AcpTraceError as exc:
         code = _fail(str(exc))
+    except OSError as exc:
+        if exc.errno != errno.ENAMETOOLONG:  # a name past the file system's limit, anywhere
+            raise
+        from acp_trace.files import name_too_long
+
+        code = _fail(name_too_long(os.fsdecode(exc.filename or "")))
     except Exception as exc:
         message = usage_message(exc)
         if message is None:
