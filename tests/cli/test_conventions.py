@@ -127,3 +127,14 @@ def test_severities_are_coloured_at_a_terminal(
 def test_file_writing_commands_take_workers(cli: Cli, command: str) -> None:
     """report, plot and export read many traces with --workers like the others."""
     assert "--workers INTEGER" in cli(command, "--help").out
+
+
+def test_the_early_column_check_knows_every_column(trace: Path) -> None:
+    """`--columns` is checked before reading against REPLAY_SCHEMA and the phase pass's
+    columns: they are exactly the columns of an analyzed replays table."""
+    from acp_trace.analysis import analyze
+    from acp_trace.analysis.replays import REPLAY_SCHEMA
+
+    real = analyze([trace]).replays.columns
+    assert real == [*REPLAY_SCHEMA, *cli_analysis.GAP_PHASE_COLUMNS]
+    assert cli_analysis.replay_columns_asked(",".join(real)) == real

@@ -96,8 +96,14 @@ def replay_columns_asked(columns: str | None) -> list[str] | None:
     from acp_trace.render.report.tables import replay_columns, replays_view
 
     chosen = [c.strip() for c in columns.split(",") if c.strip()]
-    replay_columns(replays_view(pl.DataFrame(schema=REPLAY_SCHEMA)), chosen)
+    empty = pl.DataFrame(schema=REPLAY_SCHEMA | {c: pl.String for c in GAP_PHASE_COLUMNS})
+    replay_columns(replays_view(empty), chosen)
     return chosen or None
+
+
+# The columns the phase pass adds to the replays table (analysis/phases.py; a test keeps
+# REPLAY_SCHEMA and these equal to the columns of an analyzed table).
+GAP_PHASE_COLUMNS = ("stderr_lines_in_gap", "last_stderr_in_gap")
 
 
 def check_rules_asked(rules: list[str] | None, min_severity: str, *, schema: bool) -> None:
