@@ -214,7 +214,7 @@ def test_check_exit_zero_without_errors(
         ),
         (
             ["replays"],
-            "acp-trace: replays: Missing argument 'TRACE'; see `acp-trace replays --help`",
+            "acp-trace: replays: Missing argument 'TRACE...'; see `acp-trace replays --help`",
         ),
         (["nosuch"], "acp-trace: No such command 'nosuch'; see `acp-trace --help`\n"),
         (["summary", "garbage.txt"], "acp-trace: garbage.txt:"),

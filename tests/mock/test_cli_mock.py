@@ -24,7 +24,7 @@ def mock(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        ((), "acp-trace: mock: expected a TRACE to serve"),
+        ((), "acp-trace: mock: Missing argument 'TRACE...'; see `acp-trace mock --help`"),
         (("--session", "nobody", str(SAMPLES / "demo-v1-load.jsonl")), "holds no session 'nobody'"),
         (("--fault", "sideways", str(SAMPLES / "demo-v1-load.jsonl")), "unknown fault 'sideways'"),
         (("--speed", "-2", str(SAMPLES / "demo-v1-load.jsonl")), "--speed -2: expected 0"),

@@ -772,7 +772,7 @@ def test_save_writes_png_and_svg_and_refuses_other_suffixes(tmp_path: Path) -> N
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     assert int.from_bytes(png[16:20], "big") == 1200
     assert plots.save(fig, tmp_path / "gap.svg").read_text().startswith("<?xml")
-    with pytest.raises(UsageError, match=r"must end in \.png or \.svg"):
+    with pytest.raises(UsageError, match=r"expected a file name ending in \.png or \.svg"):
         plots.save(fig, tmp_path / "gap.jpg")
     with pytest.raises(OutputError, match="does not exist"):
         plots.save(fig, tmp_path / "missing" / "gap.png")

@@ -3,6 +3,7 @@ Each one: options, one Analysis, one rendering."""
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
@@ -19,21 +20,32 @@ from acp_trace.cli.app import (
     app,
     exit_if_failed,
 )
-from acp_trace.cli.terminal import Kind, emit, emit_table, width
+from acp_trace.cli.terminal import Kind, colour, emit, emit_table, width
 
 if TYPE_CHECKING:
     import polars as pl
 
 
+TextOrJson = Annotated[
+    Literal["text", "json"], typer.Option("--format", "-f", help="Output format.")
+]
+
+
 @app.command()
-def summary(traces: Traces, source_format: From = None, workers: Workers = 1) -> None:
+def summary(
+    traces: Traces, fmt: TextOrJson = "text", source_format: From = None, workers: Workers = 1
+) -> None:
     """Per trace: agent, protocol, sessions, counts, duration, what went wrong; files skipped."""
     from acp_trace.analysis.summary import summarize
-    from acp_trace.render.report import format_summary
+    from acp_trace.render.report import format_summary, frames
     from acp_trace.trace.reader import skipped_inputs
 
     a = analyze_paths(traces, None, source_format, workers)
-    emit(format_summary(summarize(a.records), skipped_inputs(a.records)))
+    table, skipped = summarize(a.records), skipped_inputs(a.records)
+    if fmt == "json":
+        emit(frames({"traces": table, "skipped": skipped}, "json"), "json")
+    else:
+        emit(format_summary(table, skipped))
 
 
 @app.command()
@@ -63,14 +75,66 @@ def replays(
     from acp_trace.render.report import frame
     from acp_trace.render.report.tables import replays_table
 
+    chosen = replay_columns_asked(columns)  # before the traces are read
     a = analyze_tables(traces, marker_meta, source_format, workers, scheduler, tables=("replays",))
     if fmt == "table":
-        chosen = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
         view = replays_table(a.replays, chosen, wide=wide, width=width(), untimed=a.untimed())
         emit_table(view, fit=not wide)
     else:
         emit(frame(a.replays, fmt), "json" if fmt == "json" else "data")
     exit_if_failed(a)
+
+
+def replay_columns_asked(columns: str | None) -> list[str] | None:
+    """`--columns a,b` as a list, each checked against the columns of the replays table
+    (UsageError naming them) before anything is read."""
+    if not columns:
+        return None
+    import polars as pl
+
+    from acp_trace.analysis.replays import REPLAY_SCHEMA
+    from acp_trace.render.report.tables import replay_columns, replays_view
+
+    chosen = [c.strip() for c in columns.split(",") if c.strip()]
+    empty = pl.DataFrame(schema=REPLAY_SCHEMA | {c: pl.String for c in GAP_PHASE_COLUMNS})
+    replay_columns(replays_view(empty), chosen)
+    return chosen or None
+
+
+# The columns the phase pass adds to the replays table (analysis/phases.py; a test keeps
+# REPLAY_SCHEMA and these equal to the columns of an analyzed table).
+GAP_PHASE_COLUMNS = ("stderr_lines_in_gap", "last_stderr_in_gap")
+
+
+def check_rules_asked(rules: list[str] | None, min_severity: str, *, schema: bool) -> None:
+    """Before anything is read: every `--rule` is a rule id, and none of them needs the
+    schema pass that `--no-schema` turns off (it would find nothing: a silent pass in CI)."""
+    from acp_trace.analysis.checks import RULES
+    from acp_trace.analysis.front import check_rule_filter
+    from acp_trace.errors import UsageError
+
+    check_rule_filter(rules, min_severity)
+    needing = [r for r in rules or [] if RULES[r].check.__module__.endswith(".schema_rules")]
+    if needing and not schema:
+        raise UsageError(
+            f"--rule {needing[0]} needs the schema validation that --no-schema turns off; "
+            "drop one of the two"
+        )
+
+
+SEVERITY_COLOURS = {"error": "\x1b[1;31m", "warning": "\x1b[33m", "info": "\x1b[36m"}
+_FINDING = re.compile(r"^( +)(error|warning|info)(?= )", re.MULTILINE)
+
+
+def coloured_severities(text: str) -> str:
+    """check's text for a terminal: escaped like any text, then each finding's severity in
+    its colour (error red, warning yellow, info cyan)."""
+    from acp_trace.render.escape import terminal_lines
+
+    def paint(m: re.Match[str]) -> str:
+        return f"{m[1]}{SEVERITY_COLOURS[m[2]]}{m[2]}\x1b[0m"
+
+    return _FINDING.sub(paint, terminal_lines(text))
 
 
 CHECK_KINDS: dict[str, Kind] = {"text": "text", "json": "json", "junit": "data"}
@@ -106,6 +170,7 @@ def check(
     """Evaluate every rule of the catalogue; exit 1 when there is an error finding."""
     from acp_trace.render import report as render
 
+    check_rules_asked(rule, min_severity, schema=schema)
     a = analyze_tables(
         traces,
         marker_meta,
@@ -116,7 +181,11 @@ def check(
         tables=("replays", "findings"),
     )
     findings = a.findings(rule, min_severity, schema=schema)
-    emit(render.check_output(a, findings, fmt), CHECK_KINDS[fmt])
+    text = render.check_output(a, findings, fmt)
+    if fmt == "text" and colour():
+        emit(coloured_severities(text), "styled")
+    else:
+        emit(text, CHECK_KINDS[fmt])
     exit_if_failed(a)
     if findings.filter(findings["severity"] == "error").height:
         raise typer.Exit(1)
@@ -131,6 +200,7 @@ def timeline(
     replays_only: Annotated[
         bool, typer.Option("--replays-only", help="Only replay windows.")
     ] = False,
+    fmt: TextOrJson = "text",
     marker_meta: MarkerMeta = None,
     source_format: From = None,
     workers: Workers = 1,
@@ -141,6 +211,15 @@ def timeline(
     a = analyze_paths(traces, marker_meta, source_format, workers)
     if session is not None:
         require_session(a.timeline, session)
+    if fmt == "json":
+        from acp_trace.render.report import frame
+        from acp_trace.render.timeline_json import timeline_rows
+
+        rows = timeline_rows(
+            a.timeline, a.facts.windows, session=session, replays_only=replays_only
+        )
+        emit(frame(rows, "json"), "json")
+        return
     text = format_timeline(a.timeline, a.facts.windows, session=session, replays_only=replays_only)
     emit(text)
 
@@ -187,9 +266,16 @@ def latency(
 
 
 @app.command()
-def rules() -> None:
+def rules(fmt: TextOrJson = "text") -> None:
     """List the rule catalogue: id, severity and what breaks it."""
     from acp_trace.analysis.checks import CATALOGUE  # data only: no polars to load
 
+    if fmt == "json":
+        import orjson
+
+        keys = ("id", "severity", "side", "summary")
+        listed = [{k: getattr(r, k) for k in keys} for r in CATALOGUE]
+        emit(orjson.dumps(listed, option=orjson.OPT_INDENT_2).decode() + "\n", "json")
+        return
     for r in CATALOGUE:
         typer.echo(f"{r.id:<30} {r.severity:<8} {r.side:<7} {r.summary}")

@@ -4,7 +4,9 @@ typer. What goes to the terminal goes through `acp_trace.cli.terminal`."""
 
 from __future__ import annotations
 
+import errno
 import inspect
+import os
 import signal
 import sys
 import traceback
@@ -124,8 +126,8 @@ From = Annotated[
     typer.Option(
         "--from",
         metavar="FORMAT",
-        help=f"Input format: {', '.join(get_args(SourceFormat))} "
-        "(default: detected from the content).",
+        help=f"Input format: {', '.join(get_args(SourceFormat)[:-1])} or "
+        f"{get_args(SourceFormat)[-1]} (default: detected from the content).",
     ),
 ]
 
@@ -143,8 +145,13 @@ Workers = Annotated[
 
 @app.callback(invoke_without_command=True)
 def _root(
-    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
-    version: Annotated[bool, typer.Option("--version", help="Print the version.")] = False,
+    debug: Annotated[
+        bool,
+        typer.Option("--debug", help="Show tracebacks on errors (also after the command)."),
+    ] = False,
+    version: Annotated[
+        bool, typer.Option("--version", "-V", help="Print the version and exit.")
+    ] = False,
 ) -> None:
     _DEBUG["on"] = debug
     if version:
@@ -239,7 +246,7 @@ def command() -> Any:
         cls=_Root,
         help=app.info.help,
         no_args_is_help=True,
-        add_completion=False,
+        add_completion=True,  # --install-completion, --show-completion (bash, zsh, fish)
         pretty_exceptions_enable=False,
         rich_markup_mode=None,
     )
@@ -253,11 +260,16 @@ def command() -> Any:
 def prepared(cmd: Any) -> Any:
     """A command whose flags show no type (typer would show `<bool>`) and are not coerced,
     and whose options' `[default: ...]` are never broken across lines."""
+    from acp_trace.cli.metavars import readable
+
     help_option = cmd.get_help_option(typer.Context(cmd))
     for param in [*cmd.params, *([help_option] if help_option else [])]:
         if getattr(param, "is_flag", False):
             param.metavar = ""
             _plain_flag(param)
+        else:
+            _plain_choice(param)
+        readable(param)
         _whole_extra(param)
     return cmd
 
@@ -293,6 +305,28 @@ def _plain_flag(param: Any) -> None:
         param._runtime_param = PassThroughRuntimeParam(descriptor.parameter_info, bool)
 
 
+def _plain_choice(param: Any) -> None:
+    """A choice of strings (`--format text|json`) is checked here against its choices,
+    without the pydantic adapter typer builds for it (so `rules` starts at once)."""
+    from typer._coercion import PassThroughRuntimeParam
+
+    descriptor = getattr(param, "type_descriptor", None)
+    if descriptor is None or not descriptor.is_choice or descriptor.is_list:
+        return
+    choices = tuple(descriptor.choices or ())
+    if not choices or not all(isinstance(c, str) for c in choices):
+        return
+
+    class Choice(PassThroughRuntimeParam):
+        def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
+            if value in choices:
+                return value
+            listed = ", ".join(repr(c) for c in choices)
+            raise typer.BadParameter(f"{value!r} is not one of {listed}", ctx=ctx, param=param)
+
+    param._runtime_param = Choice(descriptor.parameter_info, str)
+
+
 def arrange_commands() -> None:
     """Put the registered commands in HELP_PANELS order, each with its panel."""
     order = [name for names in HELP_PANELS.values() for name in names]
@@ -312,12 +346,19 @@ def main() -> None:
     from acp_trace.cli.terminal import usage_message
 
     _exit_on_termination()
+    args = global_flags(sys.argv[1:])
     try:
-        code = command().main(args=sys.argv[1:], prog_name="acp-trace", standalone_mode=False)
+        code = command().main(args=args, prog_name="acp-trace", standalone_mode=False)
     except typer.Abort:
         code = 130
     except AcpTraceError as exc:
         code = _fail(str(exc))
+    except OSError as exc:
+        if exc.errno != errno.ENAMETOOLONG:  # a name past the file system's limit, anywhere
+            raise
+        from acp_trace.files import name_too_long
+
+        code = _fail(name_too_long(os.fsdecode(exc.filename or "")))
     except Exception as exc:
         message = usage_message(exc)
         if message is None:
@@ -326,6 +367,16 @@ def main() -> None:
             typer.echo(exc.format_message())  # type: ignore[attr-defined]
         code = _fail(message, getattr(exc, "exit_code", 2))
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def global_flags(args: list[str]) -> list[str]:
+    """The arguments with `--debug` taken from wherever it stands before a `--` (after the
+    command too, as people type it), set, and put first, where the root takes it."""
+    cut = args.index("--") if "--" in args else len(args)
+    if "--debug" not in args[:cut]:
+        return args
+    _DEBUG["on"] = True
+    return ["--debug", *(a for a in args[:cut] if a != "--debug"), *args[cut:]]
 
 
 def _exit_on_termination() -> None:

@@ -33,18 +33,23 @@ def _check_gap(value: str) -> str:
 
 @app.command()
 def demo(
-    out: Annotated[
+    output: Annotated[
         Path | None,
-        typer.Option("-o", "--out", metavar="DIR", help="Keep the traces and report here."),
+        typer.Option("-o", "--output", metavar="DIR", help="Keep the traces and report here."),
     ] = None,
+    out: Annotated[Path | None, typer.Option("--out", metavar="DIR", hidden=True)] = None,
 ) -> None:
     """Record the demo client and agent through the tap, then summarize and write the report."""
     import tempfile
 
     from acp_trace.cli.terminal import emit, steps, width
     from acp_trace.demo import run as demo_mod
+    from acp_trace.files import check_directory_target
 
-    folder = out or Path(tempfile.mkdtemp(prefix="acp-trace-demo-"))  # kept: it has the report
+    chosen = output or out  # --out: the name before -o/--output, kept as a hidden alias
+    if chosen is not None:
+        check_directory_target(chosen)
+    folder = chosen or Path(tempfile.mkdtemp(prefix="acp-trace-demo-"))  # kept: the report
     with steps("demo") as progress:
         traces = demo_mod.run_demo(folder, progress=progress)
         progress(len(traces), len(traces), f"recorded {len(traces)} traces in {folder}")
@@ -128,15 +133,23 @@ def demo_client(
         float,
         typer.Option(parser=Number(0, 1e9), help="Seconds between closing stdin and SIGTERM."),
     ] = 5.0,
-    save: Annotated[Path | None, typer.Option(help="Save every byte received.")] = None,
-    save_sent: Annotated[Path | None, typer.Option(help="Save every byte sent.")] = None,
+    save: Annotated[
+        Path | None, typer.Option(metavar="FILE", help="Save every byte received.")
+    ] = None,
+    save_sent: Annotated[
+        Path | None, typer.Option(metavar="FILE", help="Save every byte sent.")
+    ] = None,
     summary: Annotated[bool, typer.Option(help="Print one line per request.")] = False,
 ) -> None:
     """Drive an agent: initialize, session/new (or --session), prompt, N resumes or loads."""
     import os
 
     from acp_trace.demo import client
+    from acp_trace.files import check_file_target
 
+    for target in (save, save_sent):
+        if target is not None:
+            check_file_target(target)
     opts = client.ClientOptions(
         command=tuple(command),
         protocol=protocol,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -41,7 +40,8 @@ def diff(
     ] = 5,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap resampling.")] = 0,
     plot: Annotated[
-        Path | None, typer.Option(help="Also draw the two gap ECDFs per agent (.png or .svg).")
+        str | None,
+        typer.Option(metavar="FILE", help="Also draw the two gap ECDFs per agent (.png or .svg)."),
     ] = None,
     marker_meta: MarkerMeta = None,
     source_format: From = None,
@@ -72,6 +72,8 @@ def diff(
         min_samples=min_samples,
         seed=seed,
     )
+    if plot is not None:
+        plot_target(plot, [*base_paths, *new_paths])
     base = analyze_paths(base_paths, marker_meta, source_format)
     new = analyze_paths(new_paths, marker_meta, source_format)
     result = compare(base, new, options)
@@ -83,6 +85,21 @@ def diff(
         plots.save(diff_figure(base.replays, new.replays), plot)
     if result.regressions:
         raise typer.Exit(1)
+
+
+def plot_target(plot: str, traces: list[str]) -> None:
+    """Check `--plot FILE` before anything is read: a PNG or SVG name (or a stream other
+    than stdout, which carries the comparison), no input."""
+    from acp_trace.cli.targets import binary_output, file_output
+    from acp_trace.errors import UsageError
+    from acp_trace.files import to_stdout
+    from acp_trace.render.plots import chart_format
+
+    if to_stdout(plot):
+        raise UsageError(f"--plot {plot}: stdout carries the comparison; name a file")
+    if chart_format(plot, "--plot") == "png":
+        binary_output(plot, "a PNG")
+    file_output(plot, traces)
 
 
 def split_sides(traces: list[str]) -> tuple[list[str], list[str]]:

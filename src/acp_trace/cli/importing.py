@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 
 from acp_trace.cli.app import From, app
-from acp_trace.cli.terminal import emit
 
 
 @app.command("import")
@@ -22,7 +21,7 @@ def import_(
             "-o",
             "--output",
             metavar="PATH",
-            help="Output file; a directory (existing, or ending in /) for several.",
+            help="Output file (- for stdout); a directory (existing, or ending in /) for several.",
         ),
     ],
     source_format: From = None,
@@ -31,18 +30,27 @@ def import_(
 
     Imported traces hold message contents: they are written 0600 (new directories 0700).
     """
+    from acp_trace.cli.targets import side_note
     from acp_trace.errors import UsageError
+    from acp_trace.files import (
+        check_directory_target,
+        check_file_target,
+        check_not_inputs,
+        wants_directory,
+    )
     from acp_trace.trace import importers
+    from acp_trace.trace.paths import expand_paths
 
+    into_folder = wants_directory(output)
+    (check_directory_target if into_folder else check_file_target)(output)
+    found = expand_paths(sources)  # no input may be an output, before any is read
+    names = [str(path) for path in found]
+    check_not_inputs(importers.files_in(Path(output), names) if into_folder else [output], found)
     traces = importers.import_files(sources, source_format)
     if not traces:
         raise UsageError(f"{' '.join(sources)}: no capture file found")
     targets = importers.output_paths([name for name, _ in traces], output)
-    inputs = {Path(name.partition("#")[0]).resolve(): name for name, _ in traces}
-    for target in targets:
-        if target.resolve() in inputs:
-            source = inputs[target.resolve()]
-            raise UsageError(f"-o {target}: would overwrite the source {source}")
+    check_not_inputs(targets, found)
     for (name, lines), target in zip(traces, targets, strict=True):
         importers.write_trace(target, lines)
         facts = importers.header_summary(lines)
@@ -50,4 +58,4 @@ def import_(
             f", {facts[key]} {key}" for key in ("unconverted", "ambiguous") if facts[key]
         )
         records = f"{facts['records']} record" + ("" if facts["records"] == 1 else "s")
-        emit(f"{name} -> {target}: {records}, {facts['timing']}{notes}\n")
+        side_note(f"{name} -> {target}: {records}, {facts['timing']}{notes}\n", output)

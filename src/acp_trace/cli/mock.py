@@ -14,15 +14,26 @@ import typer
 from acp_trace.cli.app import app
 
 
+def _list_faults(value: bool) -> None:
+    """`--list-faults`: print the faults the mock takes and exit (no TRACE needed)."""
+    if not value:
+        return
+    from acp_trace.demo.faults import FAULTS
+
+    listed = [f"{f.usage(name)}: {f.says}\n" for name, f in FAULTS.items() if f.mock]
+    typer.echo("".join(listed), nl=False)
+    raise typer.Exit(0)
+
+
 @app.command()
 def mock(
     traces: Annotated[
-        list[str] | None,
+        list[str],
         typer.Argument(
             help="The recording: trace files (several: one per protocol version).",
-            metavar="TRACE...",
+            metavar="TRACE",
         ),
-    ] = None,
+    ],
     session: Annotated[
         list[str] | None,
         typer.Option(
@@ -50,7 +61,12 @@ def mock(
     answer_timeout: Annotated[
         float, typer.Option(help="Seconds to wait for the client's answer to an agent request.")
     ] = 60.0,
-    list_faults: Annotated[bool, typer.Option("--list-faults", help="List faults, exit.")] = False,
+    list_faults: Annotated[
+        bool,
+        typer.Option(
+            "--list-faults", is_eager=True, callback=_list_faults, help="List faults, exit."
+        ),
+    ] = False,
     no_redact_content: Annotated[
         bool,
         typer.Option(
@@ -61,18 +77,7 @@ def mock(
     ] = False,
 ) -> None:
     """Serve a recorded agent on stdin/stdout, at its recorded pace, with the client's ids."""
-    from acp_trace.errors import UsageError
-
     _exit_on_signals()
-
-    if list_faults:
-        from acp_trace.demo.faults import FAULTS
-
-        listed = [f"{f.usage(name)}: {f.says}\n" for name, f in FAULTS.items() if f.mock]
-        typer.echo("".join(listed), nl=False)
-        return
-    if not traces:
-        raise UsageError("mock: expected a TRACE to serve")
     from acp_trace.mock import MockOptions, prepare, run_mock
 
     options = MockOptions(

@@ -3,6 +3,7 @@ traces are read (a wrong kind of `-o` costs no analysis) and written by `acp_tra
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
@@ -14,10 +15,12 @@ from acp_trace.cli.app import (
     MarkerMeta,
     Scheduler,
     Traces,
+    Workers,
     analyze_paths,
     app,
     exit_if_failed,
 )
+from acp_trace.cli.targets import binary_output, directory_output, file_output, guard, note
 from acp_trace.cli.terminal import emit, step
 from acp_trace.errors import AcpTraceError, OutputError, UsageError
 
@@ -45,15 +48,15 @@ def report(
     marker_meta: MarkerMeta = None,
     source_format: From = None,
     no_redact_content: NoRedactContent = False,
+    workers: Workers = 1,
 ) -> None:
     """Write a bug report: report.md for an issue, report.html, and the charts beside them."""
     import shlex
 
-    from acp_trace.files import check_directory_target
-    from acp_trace.render.report.bundle import write_report
+    from acp_trace.render.report.bundle import CHARTS, write_report
 
-    check_directory_target(output)
-    a = analyze_paths(traces, marker_meta, source_format)
+    directory_output(output, [*REPORT_FILES, *CHARTS], traces)
+    a = analyze_paths(traces, marker_meta, source_format, workers)
     command = shlex.join(["acp-trace", *sys.argv[1:]])
     with step("writing the report (charts, report.md, report.html)"):
         files = write_report(a, output, command=command, redact_content=not no_redact_content)
@@ -67,6 +70,8 @@ def report(
             )
 
 
+REPORT_FILES = ("report.md", "report.html", "replays.csv")  # and the charts (bundle.CHARTS)
+EXPORT_TABLES = ("records", "replays", "findings")  # render.export.tables, in this order
 Kind = Literal["gap", "replay", "latency"]
 
 
@@ -76,7 +81,10 @@ def plot(
     output: Annotated[
         str,  # not a Path: a trailing / says "a directory"
         typer.Option(
-            "-o", "--output", metavar="FILE", help="FILE.png or FILE.svg; DIR/ writes DIR/KIND.png."
+            "-o",
+            "--output",
+            metavar="FILE",
+            help="FILE.png or FILE.svg; DIR/ writes DIR/KIND.png; - writes a PNG to stdout.",
         ),
     ],
     kind: Annotated[Kind, typer.Option("--kind", help="Which chart.")] = "gap",
@@ -91,6 +99,7 @@ def plot(
     ] = None,
     marker_meta: MarkerMeta = None,
     source_format: From = None,
+    workers: Workers = 1,
 ) -> None:
     """Draw a chart: the replay gap distribution, one replay's timeline, or latency."""
     from acp_trace.files import output_dir, wants_directory
@@ -101,7 +110,8 @@ def plot(
             f"--session, --request and --trace choose a replay: use --kind replay, not {kind}"
         )
     target = chart_target(output, kind)
-    a = analyze_paths(traces, marker_meta, source_format)
+    guard([target], traces)
+    a = analyze_paths(traces, marker_meta, source_format, workers)
     pick = plots.Pick(session=session, request=request, trace=trace)
     require_drawable(a, kind, pick)
     try:
@@ -116,24 +126,24 @@ def plot(
         raise OutputError(
             f"{target}: the {kind} chart could not be drawn ({type(exc).__name__}: {first})"
         ) from exc
-    emit(f"wrote {path}\n")
+    note(f"wrote {path}\n", output)
 
 
 def chart_target(output: str, kind: str) -> Path:
     """The chart's file: `output`, or DIR/KIND.png when `output` is a directory (or ends in
     `/`); checked (suffix, kind of path, its directory) before anything is read. A missing
-    DIR is made once the chart is drawn."""
+    DIR is made once the chart is drawn. A stream (`-`, a FIFO) gets a PNG, never onto a
+    terminal."""
     from acp_trace.files import check_directory_target, check_file_target, wants_directory
-    from acp_trace.render.plots import SUFFIXES
+    from acp_trace.render.plots import chart_format
 
     if wants_directory(output):
         check_directory_target(output)
         return Path(output) / f"{kind}.png"
-    target = Path(output)
-    if target.suffix.lower() not in SUFFIXES:
-        raise UsageError(f"-o {target}: expected a file name ending in .png or .svg")
-    check_file_target(target)
-    return target
+    if chart_format(output) == "png":
+        binary_output(output, "a PNG")
+    check_file_target(output)
+    return Path(output)
 
 
 def require_drawable(a: Analysis, kind: str, pick: Pick) -> None:
@@ -165,8 +175,8 @@ def export(
             "-o",
             "--output",
             metavar="PATH",
-            help="parquet, csv: a directory; perfetto, otlp: FILE.json, or DIR/ for "
-            "DIR/trace.json (DIR/spans.json).",
+            help="parquet, csv: a directory (three tables); perfetto, otlp: FILE.json, - for "
+            "stdout, or DIR/ for DIR/trace.json (DIR/spans.json).",
         ),
     ] = None,
     dataset: Annotated[
@@ -181,28 +191,28 @@ def export(
     marker_meta: MarkerMeta = None,
     source_format: From = None,
     no_redact_content: NoRedactContent = False,
+    workers: Workers = 1,
 ) -> None:
     """Export records, replays and findings (Parquet, CSV, a growing Parquet dataset), a
     Perfetto trace or OpenTelemetry spans (OTLP/JSON)."""
-    from acp_trace.files import check_directory_target, check_file_target, wants_directory
     from acp_trace.render.export import write_export
 
     if dataset is not None:
         if fmt != "parquet" or output is not None:
             raise UsageError("--dataset DIR goes with --format parquet and without -o")
+        from acp_trace.files import check_directory_target
+
+        check_directory_target(dataset)
         append_dataset(traces, dataset, scheduler, marker_meta, source_format)
         return
     if output is None:
         raise UsageError(f"--format {fmt} needs -o PATH (or, for parquet, --dataset DIR)")
     if scheduler is not None:
         raise UsageError("--scheduler goes with --dataset (the workers write the dataset)")
-    if fmt in ("parquet", "csv") or wants_directory(output):
-        check_directory_target(output)
-    else:
-        check_file_target(output)
-    a = analyze_paths(traces, marker_meta, source_format)
+    export_target(fmt, output, traces)
+    a = analyze_paths(traces, marker_meta, source_format, workers)
     written = write_export(a, fmt, output, redact_content=not no_redact_content)
-    emit(f"wrote {', '.join(str(p) for p in written)}\n")
+    note(f"wrote {', '.join(str(p) for p in written)}\n", output)
     if fmt == "otlp":
         from acp_trace.cli.terminal import warn
         from acp_trace.render.otlp import otlp_document
@@ -212,6 +222,28 @@ def export(
                 f"left out {trace}: no start time, no timestamps, or a time OTLP cannot hold "
                 "(before 1970 or from 2554 on), so no span can be placed"
             )
+
+
+def export_target(fmt: str, output: str, traces: list[str]) -> None:
+    """Check `export -o` before anything is read: a directory for the tables of parquet and
+    csv (a file name is refused with the reason), a file, a stream or DIR/ for the JSON of
+    perfetto and otlp; none of them one of the inputs."""
+    from acp_trace.files import descriptor, wants_directory
+    from acp_trace.render.export import OTLP_NAME, PERFETTO_NAME
+
+    if fmt in ("parquet", "csv"):
+        names = [f"{table}.{fmt}" for table in EXPORT_TABLES]
+        named_file = Path(output).suffix and not os.path.lexists(output)
+        if not wants_directory(output) and (descriptor(output) is not None or named_file):
+            raise UsageError(
+                f"-o {output}: --format {fmt} writes three tables ({', '.join(names)}), "
+                "so it needs a directory, e.g. -o out/"
+            )
+        directory_output(output, names, traces)
+    elif wants_directory(output):
+        directory_output(output, [OTLP_NAME if fmt == "otlp" else PERFETTO_NAME], traces)
+    else:
+        file_output(output, traces)
 
 
 def append_dataset(

@@ -172,7 +172,8 @@ def usage_message(exc: BaseException) -> str | None:
         return None
     if type(exc).__name__ == "NoArgsIsHelpError":
         return ""
-    message = exc.format_message().replace("Value error, ", "").rstrip(".")
+    # One line: click lists choices on lines of their own ("Choose from:\n\ta,\n\tb").
+    message = " ".join(exc.format_message().replace("Value error, ", "").split()).rstrip(".")
     got = _input_of(exc)
     if got is not None and repr(got) not in message and str(got) not in message:
         message += f", got {got!r}"

@@ -21,6 +21,7 @@ from typing import IO, Any
 from acp_trace import __version__
 from acp_trace.demo.rpc import ConnectionClosed, Endpoint, Message, wait_limit
 from acp_trace.errors import RecordError
+from acp_trace.files import writing
 from acp_trace.jsonrpc import METHOD_NOT_FOUND
 
 CLIENT_NAME = "acp-trace-demo-client"
@@ -195,7 +196,9 @@ def run_client(opts: ClientOptions) -> ClientResult:
 
 
 def _open(stack: ExitStack, path: Path | None) -> IO[bytes] | None:
-    return None if path is None else stack.enter_context(path.open("wb"))
+    """The file that keeps the bytes of one direction: private, written through
+    `acp_trace.files` (in place once the client ends; a link there is replaced)."""
+    return None if path is None else stack.enter_context(writing(path))
 
 
 def _spawn(opts: ClientOptions) -> subprocess.Popen[bytes]:

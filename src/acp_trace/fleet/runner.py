@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
 from typing import Any
@@ -16,7 +16,13 @@ from acp_trace.fleet.partition import partition
 from acp_trace.fleet.result import FleetResult, concat
 from acp_trace.fleet.work import Part, analyze_part
 from acp_trace.trace.paths import Found, find_traces
-from acp_trace.trace.pool import die_with_parent, worker_context, workers_parent
+from acp_trace.trace.pool import (
+    die_with_parent,
+    finished,
+    stop_now,
+    worker_context,
+    workers_parent,
+)
 from acp_trace.trace.reader import check_roots
 
 Tables = dict[str, pl.DataFrame]
@@ -169,36 +175,64 @@ class _LocalPool(_Executor):
         retries: int,
         pending: list[int],
     ) -> bool:
-        """Run `group` in one pool; failures are retried through `pending`. True on a break."""
-        broke = False
+        """Run `group` in one pool; failures are retried through `pending`. True on a break.
+        Leaving early (Ctrl-C, SIGTERM, an input error) kills the workers at once: the
+        partitions under way are not awaited."""
         size = 1 if isolate else self.workers
         context = worker_context(("acp_trace.fleet.work",))
         parent = workers_parent(context)
         with ProcessPoolExecutor(
             size, mp_context=context, initializer=die_with_parent, initargs=(parent,)
         ) as pool:
-            futures = {pool.submit(fn, parts[i]): i for i in group}
-            for future in as_completed(futures):
-                i = futures[future]
-                try:
-                    outcomes[i] = future.result()
-                    continue
-                except InputError:
-                    raise
-                except BrokenProcessPool as exc:
-                    broke = True
-                    if not isolate:  # any task in flight may have been the one: not counted
-                        pending.append(i)
-                        continue
-                    error: Exception = exc
-                except Exception as exc:  # the task's own error: counted
-                    error = exc
-                tries[i] += 1
-                if tries[i] > retries:
-                    outcomes[i] = error
-                else:
+            try:
+                futures = {pool.submit(fn, parts[i]): i for i in group}
+                return self._collect(futures, isolate, outcomes, tries, retries, pending)
+            except BaseException:
+                stop_now(pool)
+                raise
+
+    @staticmethod
+    def _collect(
+        futures: dict[Future[Tables], int],
+        isolate: bool,
+        outcomes: dict[int, Outcome],
+        tries: dict[int, int],
+        retries: int,
+        pending: list[int],
+    ) -> bool:
+        """Each task's outcome as it completes; failures go to `pending`. True on a break."""
+        broke = False
+        for future in _as_completed(futures):
+            i = futures[future]
+            try:
+                outcomes[i] = future.result()
+                continue
+            except InputError:
+                raise
+            except BrokenProcessPool as exc:
+                broke = True
+                if not isolate:  # any task in flight may have been the one: not counted
                     pending.append(i)
+                    continue
+                error: Exception = exc
+            except Exception as exc:  # the task's own error: counted
+                error = exc
+            tries[i] += 1
+            if tries[i] > retries:
+                outcomes[i] = error
+            else:
+                pending.append(i)
         return broke
+
+
+def _as_completed(futures: Iterable[Future[Tables]]) -> Iterator[Future[Tables]]:
+    """The futures as they complete, waiting as `trace.pool.finished` does (Ctrl-C is
+    handled at once, whichever thread the kernel gave it to)."""
+    pending = set(futures)
+    while pending:
+        done = finished(pending)
+        pending -= done
+        yield from done
 
 
 class _Dask(_Executor):

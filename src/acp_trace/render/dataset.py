@@ -126,7 +126,7 @@ def append(a: Analysis, directory: str | os.PathLike[str]) -> dict[str, int]:
         pl.lit(datetime.now(UTC).isoformat()).alias("exported_at"),
         pl.lit(SCHEMA_VERSION, pl.Int64).alias("schema_version"),
     )
-    _write_file(output_dir(root / MANIFEST), manifest, batch)
+    _write_file(output_dir(root / MANIFEST, inside=root), manifest, batch)
     return written
 
 
@@ -161,7 +161,7 @@ def _known_ids(root: Path) -> set[str]:
 def _write_partitions(table_dir: Path, rows: pl.DataFrame, batch: str) -> None:
     for (agent, day), group in rows.group_by(list(KEYS), maintain_order=True):
         folder = table_dir / f"agent={_value(agent)}" / f"date={_value(day)}"
-        _write_file(output_dir(folder), group.drop(list(KEYS)), batch)
+        _write_file(output_dir(folder, inside=table_dir.parent), group.drop(list(KEYS)), batch)
 
 
 def _value(value: Any) -> str:

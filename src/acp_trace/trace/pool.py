@@ -21,9 +21,10 @@ import re
 import resource
 import threading
 from collections import deque
-from collections.abc import Generator, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from collections.abc import Generator, Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import suppress
 from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 
 RANGE_BYTES = 32 << 20  # a task reads about this many bytes
 GROUP_FILES = 512  # and at most this many small files
+POLL = 0.2  # seconds: how often a wait for the workers wakes to run a signal's handler
 AUTO_MIN_BYTES = 48 << 20  # below this, workers=None reads in this process
 # The analyzer holds about twice its input (records and timeline); address space besides.
 NEED_PER_BYTE = 3
@@ -79,6 +81,9 @@ def read_all(found: Sequence[Found], fmt: str | None, workers: int) -> Generator
         )
         try:
             yield from _assemble(found, fmt, owners, _in_order(pool, tasks, 2 * workers))
+        except (KeyboardInterrupt, SystemExit, GeneratorExit):
+            stop_now(pool)  # Ctrl-C, SIGTERM: not after the tasks under way (seconds each)
+            raise
         except BrokenProcessPool:
             where = ", ".join(str(item.path) for item in found[:3])
             raise InputError(
@@ -87,6 +92,32 @@ def read_all(found: Sequence[Found], fmt: str | None, workers: int) -> Generator
             ) from None
         finally:  # also when the reader stops early (a file named that is no trace)
             pool.shutdown(wait=True, cancel_futures=True)
+
+
+def stop_now(pool: ProcessPoolExecutor) -> None:
+    """Kill the pool's workers at once and cancel what is queued: for Ctrl-C or SIGTERM,
+    which must not wait for the tasks under way. The caller's cleanups (the files of rows'
+    directory) run after, with no worker left to write there."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for process in processes:
+        with suppress(Exception):
+            process.kill()
+    for process in processes:
+        with suppress(Exception):
+            process.join(timeout=30)  # a hang guard: a killed process ends at once
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
+def finished(futures: Iterable[Future[Any]]) -> set[Future[Any]]:
+    """Wait until at least one of `futures` is done; those that are. The wait wakes every
+    POLL seconds: a signal (Ctrl-C, SIGTERM) that the kernel gave to another thread (the
+    pool's) runs its handler only when the main thread runs Python, and a wait without a
+    timeout would hold it back until a task ends (seconds to minutes)."""
+    waiting = set(futures)
+    while True:
+        done, _ = wait(waiting, timeout=POLL, return_when=FIRST_COMPLETED)
+        if done:
+            return done
 
 
 # ---------------------------------------------------------------- planning and assembling
@@ -100,6 +131,7 @@ def _in_order(pool: ProcessPoolExecutor, tasks: list[Task], window: int) -> Iter
     for task in islice(todo, window):
         pending.append(pool.submit(_run, task))
     while pending:
+        finished([pending[0]])
         result = pending.popleft().result()
         following = next(todo, None)
         if following is not None:

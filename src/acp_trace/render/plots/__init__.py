@@ -90,20 +90,32 @@ def figure(
 
 
 def save(fig: Figure, path: str | os.PathLike[str]) -> Path:
-    """Write a figure as PNG or SVG (by the file's suffix), 1200 px wide for PNG.
+    """Write a figure as PNG or SVG (by the file's suffix), 1200 px wide for PNG; a stream
+    (`-`, `/dev/fd/N`, a device or FIFO) without a suffix gets PNG.
 
     Written through `acp_trace.files` (a temporary file renamed over the target: a symlink
     there is replaced, not followed), private (0600) like every output: a chart holds no
     message contents, but it names agents, sessions and timings. The directory must exist."""
     out = Path(path)
-    suffix = out.suffix.lower()
-    if suffix not in SUFFIXES:
-        raise UsageError(f"{out}: the output must end in .png or .svg")
-    metadata = {"Date": None} if suffix == ".svg" else {}
+    suffix = chart_format(path)
+    metadata = {"Date": None} if suffix == "svg" else {}
     cap_texts(fig)
-    with replacing(out) as temp:
-        fig.savefig(temp, format=suffix[1:], dpi=DPI, metadata=metadata)
+    with replacing(path) as temp:
+        fig.savefig(temp, format=suffix, dpi=DPI, metadata=metadata)
     return out
+
+
+def chart_format(path: str | os.PathLike[str], option: str = "-o") -> str:
+    """`png` or `svg`, by the suffix of `path`; PNG for a stream without one. UsageError for
+    any other file name."""
+    from acp_trace.files import is_stream
+
+    suffix = Path(path).suffix.lower()
+    if suffix in SUFFIXES:
+        return suffix[1:]
+    if is_stream(path):
+        return "png"
+    raise UsageError(f"{option} {os.fspath(path)}: expected a file name ending in .png or .svg")
 
 
 def plot(

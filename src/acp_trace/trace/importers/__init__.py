@@ -13,7 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from acp_trace.errors import InputError, UsageError
-from acp_trace.files import check_file_target, output_dir, replacing, wants_directory
+from acp_trace.files import (
+    check_file_target,
+    fitting_name,
+    output_dir,
+    replacing,
+    wants_directory,
+)
 from acp_trace.jsonrpc import is_message, loads
 from acp_trace.trace.format import header_items, header_timing
 from acp_trace.trace.importers import (
@@ -192,15 +198,21 @@ def output_paths(names: list[str], out: str | os.PathLike[str]) -> list[Path]:
             )
         check_file_target(out)
         return [Path(out)]
-    folder = output_dir(out)
+    return files_in(output_dir(out), names)
+
+
+def files_in(folder: Path, names: list[str]) -> list[Path]:
+    """The file in `folder` of each trace name: its stem, `-CONNECTION` for one connection of
+    a capture, `-2`, `-3` when two would clash; a name too long for the file system is
+    shortened (`fitting_name`)."""
     paths: list[Path] = []
     for name in names:
         path_part, _, conn = name.partition("#")
         stem = Path(path_part).stem + (f"-{_safe(conn)}" if conn else "")
-        candidate, n = folder / f"{stem}.jsonl", 1
+        candidate, n = folder / fitting_name(stem, ".jsonl"), 1
         while candidate in paths:
             n += 1
-            candidate = folder / f"{stem}-{n}.jsonl"
+            candidate = folder / fitting_name(stem, f"-{n}.jsonl")
         paths.append(candidate)
     return paths
 

@@ -1,0 +1,80 @@
+"""Ctrl-C and SIGTERM with --workers end the command at once: the workers are killed, not
+waited for (a task under way can take seconds to minutes), and nothing they started finishes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import pytest
+from sleepy import mark_and_sleep, slow_part
+
+from acp_trace.fleet import run
+from acp_trace.trace.pool import stop_now, worker_context
+from tracebuilder import TraceBuilder
+
+
+def _started(folder: Path, count: int) -> list[int]:
+    """The pids of the tasks that have started, once `count` have (a hang guard of 120 s)."""
+    for _ in range(12000):
+        pids = [int(p.name.split("-")[1]) for p in folder.glob("started-*")]
+        if len(pids) >= count:
+            return pids
+        time.sleep(0.01)
+    raise AssertionError(f"fewer than {count} tasks started")
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return Path(f"/proc/{pid}/stat").read_text().split(") ")[-1].startswith("Z")
+
+
+def test_stop_now_kills_the_workers_under_way(tmp_path: Path) -> None:
+    """stop_now: the tasks under way never finish, their processes are gone."""
+    pool = ProcessPoolExecutor(2, mp_context=worker_context(("sleepy",)))
+    try:
+        futures = [pool.submit(mark_and_sleep, str(tmp_path)) for _ in range(4)]
+        pids = _started(tmp_path, 2)
+    finally:
+        stop_now(pool)
+    assert all(_gone(pid) for pid in pids)
+    assert not list(tmp_path.glob("finished-*"))
+    assert not any(f.done() and not f.cancelled() and f.exception() is None for f in futures)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_during_a_fleet_run_kills_its_workers(tmp_path: Path, signum: int) -> None:
+    """A signal while the partitions run raises where the command waits (KeyboardInterrupt;
+    SystemExit(128 + N) as the CLI's handler does) and the workers are killed, not awaited."""
+    for n in range(4):
+        TraceBuilder().write(tmp_path / f"t{n}.jsonl")
+
+    def terminated(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    saved = signal.getsignal(signum)
+    if signum != signal.SIGINT:
+        signal.signal(signum, terminated)
+    pids: list[int] = []
+
+    def interrupt() -> None:
+        pids.extend(_started(tmp_path, 2))
+        os.kill(os.getpid(), signum)
+
+    sender = threading.Thread(target=interrupt, daemon=True)
+    sender.start()
+    try:
+        with pytest.raises((KeyboardInterrupt, SystemExit)):
+            run([str(tmp_path)], workers=2, partitions=4, analyze=slow_part)
+    finally:
+        signal.signal(signum, saved)
+        sender.join(timeout=120)
+    assert pids and all(_gone(pid) for pid in pids)
+    assert not list(tmp_path.glob("finished-*"))
