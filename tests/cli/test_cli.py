@@ -210,7 +210,7 @@ def test_check_exit_zero_without_errors(
         (
             ["summary", "t.jsonl", "--from", "yaml"],
             "acp-trace: summary: Invalid value for '--from': 'yaml' is not one of 'acp-trace', "
-            "'jsonrpc', 'zed', 'conductor', 'inspector', 'thinkwell', 'acpx'; see `acp-trace summary --help`\n",
+            "'jsonrpc', 'zed', 'conductor', 'inspector', 'thinkwell', 'acpx', 'vibe', 'acp-devtools'; see `acp-trace summary --help`\n",
         ),
         (
             ["replays"],
@@ -281,7 +281,7 @@ def test_a_stray_file_is_skipped_with_a_warning(
     err = capsys.readouterr().err
     assert err.splitlines() == [
         "acp-trace: skipped traces/agent.log: expected an acp-trace v1 trace or an ACP capture in "
-        "a known format (jsonrpc, zed, conductor, inspector, thinkwell, acpx), found text that is not JSON "
+        "a known format (jsonrpc, zed, conductor, inspector, thinkwell, acpx, vibe, acp-devtools), found text that is not JSON "
         "('agent started') at the start"
     ]
 

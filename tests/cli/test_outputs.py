@@ -235,6 +235,6 @@ def test_every_command_that_reads_traces_warns_of_each_file_skipped(
     assert result.code in (0, 1)
     assert result.err.splitlines() == [
         "acp-trace: skipped traces/agent.log: expected an acp-trace v1 trace or an ACP capture "
-        "in a known format (jsonrpc, zed, conductor, inspector, thinkwell, acpx), found text that is not JSON "
+        "in a known format (jsonrpc, zed, conductor, inspector, thinkwell, acpx, vibe, acp-devtools), found text that is not JSON "
         "('agent started') at the start"
     ]

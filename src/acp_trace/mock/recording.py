@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -130,13 +130,27 @@ class Record:
 # ---------------------------------------------------------------- reading
 
 
+def scrub(records: list[Record]) -> list[Record]:
+    """The records with credentials in free text replaced (mock/scrub.py); unchanged records
+    are kept as they are."""
+    from acp_trace.mock.scrub import Lines, message_data
+
+    lines, out = Lines(), []
+    for rec in records:
+        data = None
+        if rec.msg is not None and rec.event is None:
+            data = message_data(rec.data, rec.msg)
+        elif rec.event is None:
+            data = lines.text(rec.src, rec.data)
+        out.append(rec if data is None else replace(rec, data=data))
+    return out
+
+
 def load_connections(
     paths: Iterable[str | Path], *, redact_content: bool = True
 ) -> list[Connection]:
     """Every trace in the files, in order (a file of concatenated traces gives several); with
     credentials in free text replaced (mock/scrub.py) unless `redact_content` is false."""
-    from acp_trace.mock.scrub import scrub
-
     out: list[Connection] = []
     for path in (Path(p).expanduser() for p in paths):  # editors pass args without a shell
         try:

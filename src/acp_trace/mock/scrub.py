@@ -6,35 +6,34 @@ private key printed over several lines replaced up to its END line."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Any
 
 from acp_trace import credentials
 from acp_trace.credentials.values import redact_value
-
-if TYPE_CHECKING:
-    from acp_trace.mock.recording import Record
+from acp_trace.jsonrpc import json_bytes
 
 
-def scrub(records: list[Record]) -> list[Record]:
-    """The records with credentials in free text replaced (unchanged records kept)."""
-    from acp_trace.mock.recording import dumps
+def message_data(data: bytes, msg: Any) -> bytes | None:
+    """A message's line with the credentials in its strings replaced (`msg` is changed in
+    place and written back compactly), or None when it holds none."""
+    escaped = b"\\u" in data or b"\\/" in data
+    if (escaped or credentials.may_hold(data)) and _redacted(msg):
+        return json_bytes(msg)
+    return None
 
-    lines: dict[str, credentials.LineState] = {}
-    out = []
-    for rec in records:
-        if rec.event is not None:
-            out.append(rec)
-        elif rec.msg is not None:
-            escaped = b"\\u" in rec.data or b"\\/" in rec.data
-            if (escaped or credentials.may_hold(rec.data)) and _redacted(rec.msg):
-                rec = replace(rec, data=dumps(rec.msg))
-            out.append(rec)
-        else:
-            state = lines.setdefault(rec.src, credentials.LineState())
-            data, found = state.redact(rec.data)
-            out.append(replace(rec, data=data) if found else rec)
-    return out
+
+class Lines:
+    """Lines of text (stray stdout, stderr) per stream: credentials' spans replaced, a
+    private key printed over several lines up to its END line."""
+
+    def __init__(self) -> None:
+        self._states: dict[str, credentials.LineState] = {}
+
+    def text(self, src: str, data: bytes) -> bytes | None:
+        """The line with its credentials replaced, or None when it holds none."""
+        state = self._states.setdefault(src, credentials.LineState())
+        redacted, found = state.redact(data)
+        return redacted if found else None
 
 
 def _redacted(msg: object) -> bool:
