@@ -30,6 +30,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "demo.run": {"trace", "analysis", "render"},
     "mock": {"trace", "demo"},
     "fleet": {"trace", "analysis", "render"},
+    "drive": {"trace", "analysis", "render", "demo", "mock", "record.trace_file"},
+    "pytest_plugin": {"trace", "analysis", "render", "demo", "drive"},
     "cli": {"*"},
     # The package root names the public API lazily (TYPE_CHECKING imports only; the test below
     # proves it loads nothing heavy) and __main__ runs the CLI.

@@ -77,7 +77,7 @@ app = typer.Typer(
 HELP_PANELS = {
     "Record and replay": ("record", "mock"),
     "Analyze traces": ("summary", "replays", "check", "timeline", "latency", "rules"),
-    "Compare runs": ("diff",),
+    "Compare runs": ("diff", "drive"),
     "Write files": ("report", "plot", "export"),
     "Convert other captures": ("import",),
     "Try it": ("demo", "demo-agent", "demo-client"),
