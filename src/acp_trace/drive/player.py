@@ -10,22 +10,18 @@ message. The agent's requests get the recording's answers, by method and order.
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from collections import Counter
-from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from acp_trace.demo.rpc import ConnectionClosed, Endpoint, Message
 from acp_trace.drive.script import REPLAYING, Script, Step
-from acp_trace.errors import RecordError
+from acp_trace.drive.tap import finish, spawn, tap_command
 from acp_trace.jsonrpc import CANCEL_METHOD, INTERNAL_ERROR, as_dict, as_int, as_str, id_key
 
 UNKNOWN_SESSION = -32002
@@ -249,59 +245,17 @@ def unknown_session_note(step: Step, sessions: dict[str, str]) -> str:
     )
 
 
-def tap_command(opts: PlayOptions) -> list[str]:
-    """`acp-trace record -o TRACE -- AGENT...` run by this interpreter."""
-    grace = f"{opts.grace:g}"
-    record = ["record", "-o", str(opts.trace), "--grace", grace, "--", *opts.command]
-    return [sys.executable, "-m", "acp_trace", *record]
-
-
 def play(script: Script, opts: PlayOptions) -> PlayResult:
     """Start the agent behind the tap, play the script, end the agent; never raises for what
     the agent does (that is in the result), RecordError when the tap cannot start."""
     with tempfile.TemporaryFile() as err:
-        proc = _spawn(tap_command(opts), opts.env, err)
+        proc = spawn(tap_command(opts.trace, opts.command, opts.grace), opts.env, err)
         player = Player(script, opts, proc)
         player.rpc.start()
         try:
             player.play()
         finally:
-            player.result.tap_exit = _finish(proc, player.rpc, opts.grace)
+            player.result.tap_exit = finish(proc, player.rpc, opts.grace)
         err.seek(0)
         player.result.tap_stderr = err.read()[-4000:].decode("utf-8", "replace")
     return player.result
-
-
-def _spawn(argv: list[str], env: dict[str, str] | None, err: IO[bytes]) -> subprocess.Popen[bytes]:
-    try:
-        return subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=err,
-            env=None if env is None else {**os.environ, **env},
-            start_new_session=True,
-        )
-    except OSError as exc:
-        raise RecordError(f"cannot start the tap {argv[0]!r}: {exc.strerror}") from exc
-
-
-def _finish(proc: subprocess.Popen[bytes], rpc: Endpoint, grace: float) -> int:
-    """Close the agent's stdin; the tap ends the agent after its grace, then exits itself."""
-    assert proc.stdin is not None and proc.stdout is not None
-    with suppress(OSError):
-        proc.stdin.close()
-    try:
-        code = proc.wait(timeout=grace + 30)
-    except subprocess.TimeoutExpired:
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            with suppress(ProcessLookupError):
-                os.killpg(proc.pid, sig)
-            with suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=5)
-                break
-        code = proc.wait()
-    rpc.closed.wait(timeout=grace)
-    if rpc.closed.is_set():
-        proc.stdout.close()
-    return code
