@@ -3,26 +3,15 @@ the README's example test file run against demo-agent."""
 
 from __future__ import annotations
 
-import re
 import shlex
 import subprocess
 import sys
 
 import pytest
 
-from drivelib import demo_agent
-from testpaths import ROOT
+from drivelib import demo_agent, readme_example
 
 pytest_plugins = ["pytester"]
-
-
-def readme_example() -> str:
-    """The complete test file of the README's "Testing your agent"."""
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("## Testing your agent") :]
-    found = re.search(r"```python\n(# test_my_agent\.py.*?)```", section, flags=re.S)
-    assert found, "README: no test_my_agent.py example under Testing your agent"
-    return found.group(1)
 
 
 def test_importing_the_plugin_loads_nothing_heavy() -> None:

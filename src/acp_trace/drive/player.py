@@ -238,9 +238,9 @@ def unknown_session_note(step: Step, sessions: dict[str, str]) -> str:
     return (
         f"{step.method} of session {live} was answered -32002 (unknown session): the agent has "
         f"no stored session {live}. drive sends what the client sent, it cannot create the "
-        "agent's history: store that session where the agent keeps them before the run (the "
-        "history fabricators in tests/peers/fixtures/ write codex-acp, gemini-cli and "
-        "claude-agent-acp stores), or name one the agent has with "
+        "agent's history: store that session where the agent keeps its sessions before the run "
+        "(acp-trace's repository has history fabricators for codex-acp, gemini-cli and "
+        "claude-agent-acp in tests/peers/fixtures/), or name one the agent has with "
         f"--session {recorded}=STORED_ID"
     )
 

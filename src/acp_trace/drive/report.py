@@ -69,7 +69,7 @@ def format_drive(outcome: DriveOutcome, width: int | None = None) -> str:
             format_table(changed, ["rule", "severity", "base_count", "new_count", "change"], width)
         )
     out += _agent_requests(outcome)
-    out += [f"note: {terminal(n)}\n" for n in result.notes]
+    out += [f"\nnote: {terminal(n)}\n" for n in result.notes]
     if cmp.regressions:
         out.append(f"\nRegressions against the recording ({len(cmp.regressions)}):\n")
         out += [f"  {terminal(r)}\n" for r in cmp.regressions]
