@@ -23,6 +23,7 @@ ORDER = [
     "latency",
     "rules",
     "diff",
+    "drive",
     "report",
     "plot",
     "export",
