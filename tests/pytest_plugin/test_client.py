@@ -88,3 +88,14 @@ def test_a_command_string_is_refused(acp_agent: Start, tmp_path: Path) -> None:
     """The command is an argv list: a string (a shell line) is a TypeError saying so."""
     with pytest.raises(TypeError, match="expected the agent's argv as a list"):
         acp_agent("my-agent --acp")
+
+
+def test_an_agent_that_cannot_start_says_why(acp_agent: Start) -> None:
+    """A command that does not exist: the first request fails naming it, with the tap's own
+    message from stderr."""
+    agent = acp_agent(["/nonexistent/agent"])
+    with pytest.raises(ConnectionError) as failed:
+        agent.client.initialize()
+    text = str(failed.value)
+    assert "closed the connection before answering initialize" in text
+    assert "cannot start /nonexistent/agent: No such file or directory" in text

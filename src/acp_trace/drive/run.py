@@ -87,6 +87,8 @@ def run_drive(opts: DriveOptions) -> DriveOutcome:
         raise UsageError("drive: expected the agent command after `--`")
     if opts.speed < 0:
         raise UsageError(f"--speed {opts.speed:g}: expected 0 (no pauses) or more")
+    if opts.recording.expanduser().is_dir():
+        raise UsageError(f"drive: {opts.recording} is a directory; expected one trace file")
     sessions = session_pairs(opts.sessions)
     target = trace_target(opts)
     script = load_script(opts.recording.expanduser())

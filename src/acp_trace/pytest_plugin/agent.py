@@ -38,7 +38,9 @@ class AgentUnderTest:
         self._err: IO[bytes] = self.stderr.open("wb")
         self.proc = spawn(tap_command(trace, self.command, grace), env, self._err, cwd)
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.client = AcpClient(self.proc.stdout, self.proc.stdin, timeout).start_reading()
+        self.client = AcpClient(self.proc.stdout, self.proc.stdin, timeout)
+        self.client.stderr = self.stderr
+        self.client.start_reading()
         self.exit_code: int | None = None
         self._analysis: Analysis | None = None
 

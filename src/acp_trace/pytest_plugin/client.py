@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import IO, Any
 
 from acp_trace import __version__
@@ -52,6 +53,7 @@ class AcpClient:
         """Talk over `reader` (the agent's stdout) and `writer` (its stdin); `start()` it."""
         self.rpc = Endpoint(reader, writer, self.handle)
         self.timeout = timeout
+        self.stderr: Path | None = None  # the agent's stderr, quoted when a wait fails
         self.protocol: int | None = None
         self.notifications: list[Message] = []
         self.unhandled: list[Message] = []
@@ -144,7 +146,15 @@ class AcpClient:
         with self._seen:
             count, last = len(self.notifications), self.notifications[-1:]
         said = f"last: {_short(last[0])}" if last else "none"
-        return f"{count} notifications received ({said})"
+        return f"{count} notifications received ({said}){self._stderr_tail()}"
+
+    def _stderr_tail(self) -> str:
+        try:
+            lines = self.stderr.read_bytes()[-2000:].splitlines() if self.stderr else []
+        except OSError:
+            return ""
+        tail = [line.decode("utf-8", "replace") for line in lines if line.strip()][-3:]
+        return "; the agent's stderr ends: " + " | ".join(tail) if tail else ""
 
     def _raise_callback_errors(self) -> None:
         if self._errors:
