@@ -25,6 +25,7 @@ from acp_trace.drive.tap import finish, spawn, tap_command
 from acp_trace.jsonrpc import CANCEL_METHOD, INTERNAL_ERROR, as_dict, as_int, as_str, id_key
 
 UNKNOWN_SESSION = -32002
+pause = time.sleep  # the recorded pauses (a test counts them instead)
 SESSION_METHODS = frozenset({"session/new", "session/load", "session/resume", "session/fork"})
 
 
@@ -142,7 +143,7 @@ class Player:
             if not all(self._await_turn(i) for i in step.turns):
                 return
             if self.opts.speed > 0 and step.think_ns > 0:
-                time.sleep(step.think_ns / 1e9 / self.opts.speed)
+                pause(step.think_ns / 1e9 / self.opts.speed)
             if self.rpc.closed.is_set():
                 self.result.problem = f"the agent's connection ended before {_name(step)}"
                 return
