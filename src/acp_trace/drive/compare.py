@@ -69,7 +69,7 @@ def compare(recording: Path, result: PlayResult, threshold: Threshold | None = N
     ids = {
         id_key(s.step.recorded_id): id_key(s.live_id) for s in result.sent if s.live_id is not None
     }
-    agent = _agent(new.replays, new.timeline)
+    agent = _agent(new.timeline)
     base_replays = _translated(base.replays.filter(pl.col("trace") == first), result, ids, agent)
     new_replays = new.replays.with_columns(pl.lit(agent).alias("agent"))
     numbers = {
@@ -91,7 +91,8 @@ def compare(recording: Path, result: PlayResult, threshold: Threshold | None = N
     return cmp
 
 
-def _agent(replays: pl.DataFrame, timeline: pl.DataFrame) -> str:
+def _agent(timeline: pl.DataFrame) -> str:
+    """The new run's agent: both sides are counted under its name."""
     names = [a for a in timeline["agent"].drop_nulls().unique(maintain_order=True).to_list()]
     return names[0] if names else "agent"
 

@@ -11,7 +11,7 @@ from acp_trace.drive.compare import Comparison, Threshold, compare
 from acp_trace.drive.player import PlayOptions, PlayResult, play
 from acp_trace.drive.script import Script, load_script
 from acp_trace.errors import RecordError, UsageError
-from acp_trace.files import check_file_target
+from acp_trace.files import check_file_target, output_dir
 from acp_trace.record.trace_file import default_trace_dir, trace_file_name
 
 TRACE_DIR_ENV = "ACP_TRACE_DIR"
@@ -69,7 +69,7 @@ def trace_target(opts: DriveOptions) -> Path:
     else:
         env = os.environ if opts.env is None else {**os.environ, **opts.env}
         folder = opts.directory or Path(env.get(TRACE_DIR_ENV) or default_trace_dir(env))
-        folder = folder.expanduser()
+        folder = output_dir(folder.expanduser())  # as the tap makes it: 0700
         name = trace_file_name(list(opts.command), datetime.now(UTC))
         target = folder / name
         for attempt in range(2, 100):

@@ -12,7 +12,6 @@ analyzer (polars) when a test asserts on a trace or a check runs.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -86,11 +85,10 @@ def _trace_folder(request: pytest.FixtureRequest) -> Path:
     if not keep:
         path: Path = request.getfixturevalue("tmp_path")
         return path
+    from acp_trace.files import output_dir
+
     name = re.sub(r"[^A-Za-z0-9._-]+", "_", request.node.nodeid).strip("._") or "test"
-    folder = Path(str(keep)).expanduser() / name
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.chmod(folder, 0o700)
-    return folder
+    return output_dir(Path(str(keep)).expanduser() / name)  # new directories 0700
 
 
 def _check_wanted(request: pytest.FixtureRequest) -> bool:

@@ -3,6 +3,7 @@ client on its stdio, and the analysis of its trace once it is closed."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
@@ -35,7 +36,8 @@ class AgentUnderTest:
         self.trace = trace
         self.stderr = trace.with_name(trace.stem + ".stderr.log")
         self.grace = grace
-        self._err: IO[bytes] = self.stderr.open("wb")
+        fd = os.open(self.stderr, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        self._err: IO[bytes] = os.fdopen(fd, "wb")
         self.proc = spawn(tap_command(trace, self.command, grace), env, self._err, cwd)
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.client = AcpClient(self.proc.stdout, self.proc.stdin, timeout)
