@@ -108,3 +108,22 @@ def test_options_are_checked_before_anything_runs(
     assert same.code == 2 and "that is the recording" in same.err
     missing = cli("drive", str(tmp_path / "none.jsonl"), "--", "true")
     assert missing.code == 2 and "none.jsonl" in missing.err
+
+
+def test_protocol_overrides_the_recorded_version(
+    cli: Cli, recordings: dict[str, Path], tmp_path: Path
+) -> None:
+    """--protocol 1 on a v2 recording: initialize says 1, the v1 prompt is not waited on for
+    an idle state_update, and the replays that vanish are regressions."""
+    new = tmp_path / "v1.jsonl"
+    agent = demo_agent("--turns", "5", "--children", "1")
+    done = cli("drive", "--speed", "0", "--protocol", "1", "-o", str(new), str(recordings["v2"]),
+               "--", *agent)  # fmt: skip
+    assert done.code == 1, done.out + done.err
+    sent = _client_messages(new)
+    assert sent[0]["params"]["protocolVersion"] == 1  # type: ignore[index]
+    assert len(sent) == 5
+    assert (
+        "request 4 session/resume on sess_new_1: replay complete in the recording, "
+        "no replay in this run" in done.out.replace("\n  ", " ")
+    )

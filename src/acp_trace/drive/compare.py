@@ -188,6 +188,11 @@ def regressions(
         if r["outcome"] not in flipped:
             out.append(f"{r['method']}: {r['new_count']} {r['outcome']} replays, none recorded")
     for r in cmp.replays.iter_rows(named=True):
+        if r["recorded_outcome"] in GOOD_OUTCOMES and r["this_run_outcome"] is None:
+            out.append(
+                f"request {r['n']} {r['method']} on {r['session']}: replay "
+                f"{r['recorded_outcome']} in the recording, no replay in this run"
+            )
         if threshold.exceeded(r["recorded_gap_ms"], r["this_run_gap_ms"]):
             out.append(
                 f"request {r['n']} {r['method']} on {r['session']}: gap "

@@ -195,6 +195,13 @@ class Player:
         self._learn(sent)
         return True
 
+    def live_protocol(self) -> int:
+        """The version the live initialize answer settled (1 when it said none)."""
+        init = next((s for s in self.result.sent if s.step.method == "initialize"), None)
+        answer = init.answer if init is not None else None
+        result = as_dict(answer.get("result")) if answer is not None else {}
+        return as_int(result.get("protocolVersion")) or 1
+
     def _learn(self, sent: Sent) -> None:
         step, answer = sent.step, sent.answer or {}
         live = as_str(as_dict(answer.get("result")).get("sessionId"))
@@ -209,8 +216,8 @@ class Player:
         if not self._await(index):
             return False
         sent = self.by_step[index]
-        if sent.error_code is not None:
-            return True
+        if sent.error_code is not None or self.live_protocol() < 2:
+            return True  # an error ends the turn; a v1 turn ends with its answer
         session = replace_ids(sent.step.session or "", self.result.sessions)
         before = self.idle_at_send[index]
         with self.changed:
