@@ -110,13 +110,13 @@ def _check(agents: list[AgentUnderTest]) -> None:
             )
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+@pytest.hookimpl(hookwrapper=True)  # old-style: works with every pytest that has StashKey
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     """A failing test's report names the traces its agents wrote."""
-    report = yield
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
     if report.when == "call" and report.failed:
         item.stash[CALL_FAILED] = True
     traces = item.stash.get(TRACES, [])
     if report.failed and traces:
         report.sections.append(("acp-trace", "\n".join(f"trace: {t}" for t in traces)))
-    return report
