@@ -12,18 +12,22 @@ from acp_trace.cli.app import app
 
 @app.command(context_settings={"allow_interspersed_args": False})
 def drive(
-    trace: Annotated[Path, typer.Argument(help="The recording whose client side to play.")],
+    trace: Annotated[
+        Path, typer.Argument(help="The recording whose client side to play.", metavar="TRACE")
+    ],
     command: Annotated[
         list[str],
-        typer.Argument(help="The agent and its arguments, after `--`.", metavar="-- AGENT..."),
+        typer.Argument(help="The agent and its arguments, after `--`.", metavar="AGENT..."),
     ],
     output: Annotated[
-        Path | None, typer.Option("-o", "--output", help="Write the new trace to this file.")
+        Path | None,
+        typer.Option("-o", "--output", metavar="FILE", help="Write the new trace to this file."),
     ] = None,
     directory: Annotated[
         Path | None,
         typer.Option(
             "--dir",
+            metavar="DIR",
             help="Write the new trace into this directory (default: $ACP_TRACE_DIR, else "
             "the tap's trace folder).",
         ),
@@ -31,7 +35,9 @@ def drive(
     protocol: Annotated[
         int | None,
         typer.Option(
-            min=1, help="Send this protocolVersion in initialize instead of the recorded one."
+            min=1,
+            metavar="N",
+            help="Send this protocolVersion in initialize instead of the recorded one.",
         ),
     ] = None,
     speed: Annotated[
@@ -52,7 +58,9 @@ def drive(
     ] = None,
     cwd: Annotated[
         str | None,
-        typer.Option(help="Send this cwd in session requests instead of the recorded one."),
+        typer.Option(
+            metavar="DIR", help="Send this cwd in session requests instead of the recorded one."
+        ),
     ] = None,
     timeout: Annotated[
         float, typer.Option(min=0.1, help="Seconds to wait for each answer the next message needs.")
@@ -64,6 +72,7 @@ def drive(
     threshold: Annotated[
         list[str] | None,
         typer.Option(
+            metavar="LIMIT",
             help="Also flag a request or gap this much slower than recorded: a share (20%) and/or"
             " a duration (50ms); repeatable, every one given must be exceeded. Default: timings"
             " are shown, not judged (one sample per side).",
