@@ -24,6 +24,7 @@ ORDER = [
     "latency",
     "rules",
     "diff",
+    "drive",
     "report",
     "plot",
     "export",

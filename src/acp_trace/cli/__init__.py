@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "mock",
     "analysis",
     "diff",
+    "drive",
     "output",
     "importing",
     "mcp_server",
@@ -60,4 +61,15 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'acp_trace.cli' has no attribute {name!r}")
 
 
-__all__ = ["analysis", "app", "demo", "diff", "importing", "main", "mock", "output", "record"]
+__all__ = [
+    "analysis",
+    "app",
+    "demo",
+    "diff",
+    "drive",
+    "importing",
+    "main",
+    "mock",
+    "output",
+    "record",
+]

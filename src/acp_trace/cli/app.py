@@ -79,7 +79,7 @@ app = typer.Typer(
 HELP_PANELS = {
     "Record and replay": ("record", "mock", "watch"),
     "Analyze traces": ("summary", "replays", "check", "timeline", "latency", "rules"),
-    "Compare runs": ("diff",),
+    "Compare runs": ("diff", "drive"),
     "Write files": ("report", "plot", "export"),
     "Convert other captures": ("import",),
     "Serve a coding agent": ("mcp",),

@@ -165,6 +165,16 @@ def load_connections(
     return out
 
 
+def read_records(path: Path) -> list[Trace]:
+    """The traces of one file, each its name, its records (both directions, tap events) in
+    file order, and what was left out reading it (`acp-trace drive` plays the client side)."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
+    return _split_native(str(path), data) if _is_native(data) else _imported(path)
+
+
 def _is_native(data: bytes) -> bool:
     first = next((line for line in data.splitlines() if line.strip()), b"")
     try:

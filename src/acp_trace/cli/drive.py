@@ -1,0 +1,117 @@
+"""`acp-trace drive TRACE -- AGENT...`: play a recording's client side against a live agent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from acp_trace.cli.app import app
+
+
+@app.command(context_settings={"allow_interspersed_args": False})
+def drive(
+    trace: Annotated[
+        Path, typer.Argument(help="The recording whose client side to play.", metavar="TRACE")
+    ],
+    command: Annotated[
+        list[str],
+        typer.Argument(help="The agent and its arguments, after `--`.", metavar="AGENT..."),
+    ],
+    output: Annotated[
+        Path | None,
+        typer.Option("-o", "--output", metavar="FILE", help="Write the new trace to this file."),
+    ] = None,
+    directory: Annotated[
+        Path | None,
+        typer.Option(
+            "--dir",
+            metavar="DIR",
+            help="Write the new trace into this directory (default: $ACP_TRACE_DIR, else "
+            "the tap's trace folder).",
+        ),
+    ] = None,
+    protocol: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            metavar="N",
+            help="Send this protocolVersion in initialize instead of the recorded one.",
+        ),
+    ] = None,
+    speed: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            help="Pace of the recorded pauses between client messages: 1 as recorded, 2 twice"
+            " as fast, 0 as fast as the answers come.",
+        ),
+    ] = 1.0,
+    session: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="RECORDED=LIVE",
+            help="Send LIVE wherever the recording names session RECORDED (a session the agent"
+            " has stored; repeatable).",
+        ),
+    ] = None,
+    cwd: Annotated[
+        str | None,
+        typer.Option(
+            metavar="DIR", help="Send this cwd in session requests instead of the recorded one."
+        ),
+    ] = None,
+    timeout: Annotated[
+        float, typer.Option(min=0.1, help="Seconds to wait for each answer the next message needs.")
+    ] = 60.0,
+    grace: Annotated[
+        float,
+        typer.Option(min=0.0, help="Seconds the agent may take to exit after the last answer."),
+    ] = 5.0,
+    threshold: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="LIMIT",
+            help="Also flag a request or gap this much slower than recorded: a share (20%) and/or"
+            " a duration (50ms); repeatable, every one given must be exceeded. Default: timings"
+            " are shown, not judged (one sample per side).",
+        ),
+    ] = None,
+) -> None:
+    """Play a recording's client side against AGENT through the tap; say what differed from the
+    recording; exit 1 when something got worse (options go before TRACE)."""
+    from acp_trace.analysis.diff import parse_threshold
+    from acp_trace.cli.terminal import emit, width
+    from acp_trace.drive import DriveOptions, run_drive
+    from acp_trace.drive.compare import Threshold
+    from acp_trace.drive.report import format_drive
+    from acp_trace.errors import UsageError
+
+    pct: float | None = None
+    ms: float | None = None
+    for text in threshold or ():
+        try:
+            p, m = parse_threshold(text)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from exc
+        pct, ms = p if p is not None else pct, m if m is not None else ms
+    if command and command[0] == "--":
+        command = command[1:]
+    options = DriveOptions(
+        recording=trace,
+        command=tuple(command),
+        output=output,
+        directory=directory,
+        protocol=protocol,
+        speed=speed,
+        timeout=timeout,
+        grace=grace,
+        sessions=tuple(session or ()),
+        cwd=cwd,
+        threshold=Threshold(pct, ms),
+    )
+    outcome = run_drive(options)
+    emit(format_drive(outcome, width()))
+    if outcome.regressed:
+        raise typer.Exit(1)

@@ -1,0 +1,129 @@
+"""Assertions on the analysis of a test's trace. A failure's message is the finding itself
+(rule, severity, side blamed, seq, session, message) or the replay row that broke the
+expectation, with the trace it came from: never a bare `assert False`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from acp_trace.analysis import Analysis
+from acp_trace.render.escape import terminal
+
+
+def finding_line(f: dict[str, Any]) -> str:
+    """One finding as a person reads it."""
+    session = f" session {f['session']}" if f.get("session") else ""
+    return (
+        f"{f['rule']} ({f['severity']}, blames the {f['side']}) at seq {f['seq']}{session}: "
+        f"{terminal(str(f['message']))}"
+    )
+
+
+def findings_text(findings: pl.DataFrame, trace: Path | str) -> str:
+    """Findings, one a line, then the trace they are in."""
+    lines = [finding_line(f) for f in findings.iter_rows(named=True)]
+    return "\n".join([*lines, f"trace: {trace}"])
+
+
+class Expect:
+    """Assertions on one trace's analysis."""
+
+    def __init__(self, analysis: Analysis, trace: Path | str) -> None:
+        self.analysis, self.trace = analysis, trace
+
+    def findings(self, min_severity: str = "info") -> pl.DataFrame:
+        """The check findings at or above `min_severity` (as `acp-trace check` gives them)."""
+        return self.analysis.findings(min_severity=min_severity)
+
+    def no_errors(self) -> None:
+        """No finding of severity error."""
+        __tracebackhide__ = True
+        errors = self.findings("error")
+        if errors.height:
+            raise AssertionError(
+                f"{errors.height} error finding(s):\n{findings_text(errors, self.trace)}"
+            )
+
+    def rule_absent(self, rule: str) -> None:
+        """No finding of `rule`, whatever its severity (UsageError for an unknown rule id)."""
+        __tracebackhide__ = True
+        found = self.analysis.findings([rule])
+        if found.height:
+            raise AssertionError(
+                f"rule {rule} found {found.height} time(s):\n{findings_text(found, self.trace)}"
+            )
+
+    def replays(self, session: str | None = None) -> list[dict[str, Any]]:
+        """The replay rows (of `session`, children excluded, when given), in order."""
+        rows = self.analysis.replays
+        if session is not None:
+            rows = rows.filter(pl.col("session") == session)
+        return list(rows.iter_rows(named=True))
+
+    def replay(
+        self, session: str | None = None, *, outcome: str | None = None, index: int = -1
+    ) -> dict[str, Any]:
+        """The `index`-th replay (default the last) of `session` (default: any root session);
+        with `outcome`, assert it had that outcome (complete, v1_loaded, truncated, ...)."""
+        __tracebackhide__ = True
+        rows = self.replays(session)
+        if session is None:
+            rows = [r for r in rows if r["parent_session"] is None]
+        if not rows:
+            where = f" of session {session}" if session else ""
+            raise AssertionError(f"no replay{where} in the trace\ntrace: {self.trace}")
+        try:
+            row = rows[index]
+        except IndexError:
+            raise AssertionError(
+                f"replay number {index} asked, the trace has {len(rows)}\ntrace: {self.trace}"
+            ) from None
+        if outcome is not None and row["outcome"] != outcome:
+            raise AssertionError(
+                f"{_replay_name(row)}: outcome {row['outcome']}, expected {outcome}"
+                f"{self._findings_on(row['session'])}\ntrace: {self.trace}"
+            )
+        return row
+
+    def gap_below(self, ms: float, session: str | None = None) -> None:
+        """Every replay's gap (marker, else the last history update, to the response) is
+        under `ms` milliseconds; a replay without a gap (no response) fails too."""
+        __tracebackhide__ = True
+        rows = self.replays(session)
+        if not rows:
+            raise AssertionError(f"no replay to measure a gap on\ntrace: {self.trace}")
+        for row in rows:
+            gap, source = gap_of(row)
+            if gap is None or gap >= ms:
+                said = "no gap (no response or no history)" if gap is None else f"{gap:.1f} ms"
+                raise AssertionError(
+                    f"{_replay_name(row)}: gap {said}{source}, expected under {ms:g} ms "
+                    f"(outcome {row['outcome']})\ntrace: {self.trace}"
+                )
+
+    def _findings_on(self, session: str) -> str:
+        found = self.findings("warning").filter(pl.col("session") == session)
+        if not found.height:
+            return ""
+        return "\nfindings on that session:\n" + "\n".join(
+            finding_line(f) for f in found.iter_rows(named=True)
+        )
+
+
+def gap_of(row: dict[str, Any]) -> tuple[float | None, str]:
+    """A replay row's gap and where it was measured from."""
+    if row.get("marker_to_response_ms") is not None:
+        return row["marker_to_response_ms"], " (from the marker)"
+    if row.get("last_history_to_response_ms") is not None:
+        return row["last_history_to_response_ms"], " (from the last history update)"
+    return None, ""
+
+
+def _replay_name(row: dict[str, Any]) -> str:
+    return (
+        f"{row['method']} of session {terminal(str(row['session']))} "
+        f"(request id {row['request_id']})"
+    )

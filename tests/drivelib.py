@@ -1,0 +1,32 @@
+"""Helpers for the drive and pytest-plugin tests: demo-agent commands, demo-client recordings."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from acp_trace.demo.client import ClientOptions, run_client
+from testpaths import ROOT
+
+
+def demo_agent(*args: str) -> list[str]:
+    """`acp-trace demo-agent ARGS` run by this interpreter."""
+    return [sys.executable, "-m", "acp_trace", "demo-agent", *args]
+
+
+def record(path: Path, agent: list[str], **client: object) -> Path:
+    """Record demo-client (`client` its ClientOptions) against `agent` through the tap."""
+    tap = [sys.executable, "-m", "acp_trace", "record", "-o", str(path), "--", *agent]
+    result = run_client(ClientOptions(command=tuple(tap), **client))  # type: ignore[arg-type]
+    assert result.finished, result.problem
+    return path
+
+
+def readme_example() -> str:
+    """The complete test file of the README's "Testing your agent"."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## Testing your agent") :]
+    found = re.search(r"```python\n(# test_my_agent\.py.*?)```", section, flags=re.S)
+    assert found, "README: no test_my_agent.py example under Testing your agent"
+    return found.group(1)

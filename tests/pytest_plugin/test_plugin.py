@@ -1,0 +1,133 @@
+"""The plugin as pytest loads it (entry point pytest11): light, harmless to other suites, and
+the README's example test file run against demo-agent."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+from drivelib import demo_agent, readme_example
+
+pytest_plugins = ["pytester"]
+
+
+def test_importing_the_plugin_loads_nothing_heavy() -> None:
+    """`import acp_trace.pytest_plugin` (what pytest does at start) loads no polars,
+    matplotlib or numpy."""
+    code = (
+        "import acp_trace.pytest_plugin, sys; "
+        "print(sorted({'polars', 'matplotlib', 'numpy'} & set(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_an_unrelated_suite_is_untouched(pytester: pytest.Pytester) -> None:
+    """A plain test file passes with the plugin installed and loaded, strict markers and
+    warnings as errors, and nothing heavy is imported."""
+    pytester.makepyfile(
+        test_plain="""
+        import sys
+
+        def test_plain():
+            assert "acp_trace.pytest_plugin" in sys.modules
+            assert not {"polars", "matplotlib"} & set(sys.modules)
+        """
+    )
+    result = pytester.runpytest_subprocess(
+        "--strict-markers", "-W", "error", "-p", "no:cacheprovider"
+    )
+    result.assert_outcomes(passed=1)
+
+
+def _agent_env(monkeypatch: pytest.MonkeyPatch, protocol: int, *faults: str) -> None:
+    fault_args = [a for f in faults for a in ("--fault", f)]
+    agent = demo_agent("--session", "sess_stored", "--turns", "4", *fault_args)
+    monkeypatch.setenv("ACP_AGENT", shlex.join(agent))
+    monkeypatch.setenv("ACP_SESSION", "sess_stored")
+    monkeypatch.setenv("ACP_PROTOCOL", str(protocol))
+    monkeypatch.setenv("ACP_CWD", "/tmp/project")
+
+
+@pytest.mark.parametrize("protocol", [1, 2])
+def test_the_readme_example_passes_against_demo_agent(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, protocol: int
+) -> None:
+    """The README's test file, as an agent author saves it, passes against demo-agent in v1
+    and v2, and --acp-trace-dir keeps one trace per test."""
+    _agent_env(monkeypatch, protocol)
+    pytester.makepyfile(test_my_agent=readme_example())
+    kept = pytester.path / "traces"
+    result = pytester.runpytest_subprocess(
+        "--strict-markers", "-W", "error", f"--acp-trace-dir={kept}"
+    )
+    result.assert_outcomes(passed=3)
+    traces = sorted(p.relative_to(kept).as_posix() for p in kept.rglob("*.jsonl"))
+    assert traces == [
+        "test_my_agent.py_test_a_stored_session_replays_its_history/agent-1.jsonl",
+        "test_my_agent.py_test_an_unknown_session_is_an_error/agent-1.jsonl",
+        "test_my_agent.py_test_initialize/agent-1.jsonl",
+    ]
+
+
+def test_a_failing_example_reports_the_finding_and_the_trace(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Against an agent that drops the v2 marker, the replay test fails with the finding as
+    its message and the trace path in an acp-trace report section."""
+    _agent_env(monkeypatch, 2, "marker-missing")
+    pytester.makepyfile(test_my_agent=readme_example())
+    result = pytester.runpytest_subprocess("-k", "stored_session")
+    result.assert_outcomes(failed=1)  # and no error: the check does not repeat a failure
+    result.stdout.fnmatch_lines(
+        [
+            "*outcome unmarked, expected complete*",
+            "*marker-missing (error, blames the agent) at seq * session sess_stored:*",
+            "*- acp-trace -*",
+            "trace: */agent-1.jsonl",
+        ]
+    )
+
+
+QUIET = """
+import os, shlex
+import pytest
+
+{marker}
+def test_resume(acp_agent):
+    agent = acp_agent(shlex.split(os.environ["ACP_AGENT"]))
+    agent.client.initialize(protocol=2)
+    agent.client.resume("sess_stored", cwd="/tmp/project")
+"""
+CHECK_FAILED = [
+    "*acp-trace check: 1 error finding(s) in the agent's trace:*",
+    "*live-before-marker (error, blames the agent) at seq *",
+    "*- acp-trace -*",
+]
+
+
+def test_acp_check_fails_a_test_on_error_findings(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A test that asserts nothing errors when its trace has an error finding under
+    --acp-check, with the finding and the trace path; without the option it passes."""
+    _agent_env(monkeypatch, 2, "live-before-marker")
+    pytester.makepyfile(test_quiet=QUIET.format(marker=""))
+    result = pytester.runpytest_subprocess("--strict-markers", "--acp-check")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(CHECK_FAILED)
+    pytester.runpytest_subprocess("--strict-markers").assert_outcomes(passed=1)
+
+
+def test_the_acp_check_marker_does_the_same_for_one_test(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The acp_check marker (registered: --strict-markers accepts it) checks that test."""
+    _agent_env(monkeypatch, 2, "live-before-marker")
+    pytester.makepyfile(test_quiet=QUIET.format(marker="@pytest.mark.acp_check"))
+    result = pytester.runpytest_subprocess("--strict-markers")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(CHECK_FAILED)
