@@ -24,6 +24,15 @@ from acp_trace.cli.terminal import Kind, emit, emit_table, width
 if TYPE_CHECKING:
     import polars as pl
 
+Spreadsheet = Annotated[
+    bool,
+    typer.Option(
+        "--spreadsheet",
+        help="csv: a leading ' on cells a spreadsheet would run as formulas (=, +, -, @); "
+        "without it every cell is exact, as in json and parquet.",
+    ),
+]
+
 
 @app.command()
 def summary(traces: Traces, source_format: From = None, workers: Workers = 1) -> None:
@@ -51,6 +60,7 @@ def replays(
             help="table: these columns (names as in --format csv, and gap_ms).",
         ),
     ] = None,
+    spreadsheet: Spreadsheet = False,
     marker_meta: MarkerMeta = None,
     source_format: From = None,
     workers: Workers = 1,
@@ -61,16 +71,26 @@ def replays(
     The table fits the terminal, slowest response first; json and csv hold every column.
     """
     from acp_trace.render.report import frame
-    from acp_trace.render.report.tables import replays_table
+    from acp_trace.render.report.tables import replays_data, replays_table
 
+    csv_only(spreadsheet, fmt)
     a = analyze_tables(traces, marker_meta, source_format, workers, scheduler, tables=("replays",))
     if fmt == "table":
         chosen = [c.strip() for c in columns.split(",") if c.strip()] if columns else None
         view = replays_table(a.replays, chosen, wide=wide, width=width(), untimed=a.untimed())
         emit_table(view, fit=not wide)
     else:
-        emit(frame(a.replays, fmt), "json" if fmt == "json" else "data")
+        data = replays_data(a.replays, a.untimed())
+        emit(frame(data, fmt, spreadsheet=spreadsheet), "json" if fmt == "json" else "data")
     exit_if_failed(a)
+
+
+def csv_only(spreadsheet: bool, fmt: str) -> None:
+    """UsageError for --spreadsheet with an output that is no CSV (checked before reading)."""
+    from acp_trace.errors import UsageError
+
+    if spreadsheet and fmt != "csv":
+        raise UsageError(f"--spreadsheet goes with --format csv, not --format {fmt}")
 
 
 CHECK_KINDS: dict[str, Kind] = {"text": "text", "json": "json", "junit": "data"}
@@ -161,28 +181,43 @@ def latency(
         Literal["method", "agent", "trace"], typer.Option("--by", help="Group requests by.")
     ] = "method",
     fmt: Format = "table",
+    only: Annotated[
+        Literal["requests", "prompt_turns"] | None,
+        typer.Option(
+            "--table",
+            help="Only this table (csv holds one: requests unless prompt_turns is chosen).",
+        ),
+    ] = None,
+    spreadsheet: Spreadsheet = False,
     source_format: From = None,
     workers: Workers = 1,
     scheduler: Scheduler = None,
 ) -> None:
-    """Request-to-response latency per method, and prompt-turn phases."""
+    """Request-to-response latency per method (agents apart), and prompt-turn phases."""
     from acp_trace.analysis.latency import turn_phases
     from acp_trace.render import report as render
-    from acp_trace.render.report.tables import table
+    from acp_trace.render.report.sections_text import latency_sections, sectioned
 
+    csv_only(spreadsheet, fmt)
     a = analyze_tables(
         traces, None, source_format, workers, scheduler, tables=("turns", "requests")
     )
     requests = a.latency(by)
     phases = turn_phases(a.turns, by)
-    if fmt != "table":
-        tables = {"requests": requests, "prompt_turns": phases}
-        emit(render.frames(tables, fmt), "json" if fmt == "json" else "data")
+    tables = {"requests": requests, "prompt_turns": phases}
+    if fmt == "csv":
+        emit(render.frame(tables[only or "requests"], fmt, spreadsheet=spreadsheet), "data")
+    elif fmt == "json":
+        emit(render.frames({only: tables[only]} if only else tables, fmt), "json")
     else:
-        emit_table(table(requests, fold=("method", "agent", "trace"), width=width()))
-        if phases.height:
-            emit("\nprompt turns (request to first agent chunk, acceptance, end of turn):\n")
-            emit_table(table(phases, fold=("agent", "trace"), width=width()))
+        fold = ("method", "agent", "trace", "phase")
+        shown, keys = latency_sections(requests, by)
+        if only != "prompt_turns":
+            emit_table(sectioned(shown, keys, fold=fold, width=width()))
+        if phases.height and only != "requests":
+            emit("\nprompt turns (ms from the request, phases in the order they happen):\n")
+            shown, keys = latency_sections(phases, by)
+            emit_table(sectioned(shown, keys, fold=fold, width=width()))
     exit_if_failed(a)
 
 

@@ -154,6 +154,14 @@ def export(
     scheduler: Scheduler = None,
     marker_meta: MarkerMeta = None,
     source_format: From = None,
+    spreadsheet: Annotated[
+        bool,
+        typer.Option(
+            "--spreadsheet",
+            help="csv: a leading ' on cells a spreadsheet would run as formulas (=, +, -, @); "
+            "without it every cell is exact, as in parquet.",
+        ),
+    ] = False,
 ) -> None:
     """Export records, replays and findings (Parquet, CSV, a growing Parquet dataset), a
     Perfetto trace or OpenTelemetry spans (OTLP/JSON)."""
@@ -174,7 +182,7 @@ def export(
     else:
         check_file_target(output)
     a = analyze_paths(traces, marker_meta, source_format)
-    written = write_export(a, fmt, output)
+    written = write_export(a, fmt, output, spreadsheet=spreadsheet)
     emit(f"wrote {', '.join(str(p) for p in written)}\n")
     if fmt == "otlp":
         from acp_trace.cli.terminal import warn

@@ -53,10 +53,13 @@ def export(
     return write_export(a, fmt, out)
 
 
-def write_export(a: Analysis, fmt: str, out: str | os.PathLike[str]) -> list[Path]:
+def write_export(
+    a: Analysis, fmt: str, out: str | os.PathLike[str], *, spreadsheet: bool = False
+) -> list[Path]:
     """Export an analysis: a directory of tables (parquet, csv) or one JSON file (perfetto:
     `out`, or `out/trace.json` when `out` is a directory or ends in `/`). Every file holds
-    trace contents: 0600, new directories 0700 (`acp_trace.files`)."""
+    trace contents: 0600, new directories 0700 (`acp_trace.files`). CSV cells are exact, as
+    in Parquet, unless `spreadsheet` (cells that start like a formula neutralized)."""
     if fmt == "perfetto":
         from acp_trace.render.perfetto import trace_events
 
@@ -77,7 +80,7 @@ def write_export(a: Analysis, fmt: str, out: str | os.PathLike[str]) -> list[Pat
             with replacing(path) as temp:
                 df.write_parquet(temp, statistics=True)
         else:
-            write_file(path, csv_text(df))
+            write_file(path, csv_text(df, spreadsheet=spreadsheet))
         written.append(path)
     return written
 
@@ -88,11 +91,13 @@ def perfetto_target(out: str | os.PathLike[str], name: str = "") -> Path:
     return output_dir(out) / (name or PERFETTO_NAME) if wants_directory(out) else Path(out)
 
 
-def csv_text(df: pl.DataFrame) -> str:
-    """A table as CSV: nested columns as JSON text, floats rounded to the nanosecond, and
-    cells that start like a formula (`=`, `+`, `-`, `@`) neutralized (`acp_trace.render.escape`)."""
+def csv_text(df: pl.DataFrame, *, spreadsheet: bool = False) -> str:
+    """A table as CSV: nested columns as JSON text, floats rounded to the nanosecond; with
+    `spreadsheet`, cells that start like a formula (`=`, `+`, `-`, `@`) neutralized
+    (`acp_trace.render.escape`), else every cell exactly as in Parquet."""
     buffer = io.StringIO()
-    csv_safe(json_nested(rounded(df))).write_csv(buffer)
+    flat = json_nested(rounded(df))
+    (csv_safe(flat) if spreadsheet else flat).write_csv(buffer)
     return buffer.getvalue()
 
 

@@ -18,12 +18,18 @@ from acp_trace.render.report.tables import ms, plural, table, to_text
 
 
 def format_table(
-    df: pl.DataFrame, columns: Sequence[str] | None = None, width: int | None = None
+    df: pl.DataFrame,
+    columns: Sequence[str] | None = None,
+    width: int | None = None,
+    *,
+    fold: Sequence[str] | None = None,
 ) -> str:
     """An aligned text table (a rule under the header, no other lines: it pastes into issues),
-    fitted to `width` columns (None: as wide as its content) by wrapping its text columns."""
-    text = [c for c in columns or df.columns if not df.schema[c].is_numeric()]
-    return to_text(table(df, columns, fold=text, width=width), width)
+    fitted to `width` columns (None: as wide as its content) by shortening its `fold` columns
+    (default: every text column) with an ellipsis."""
+    if fold is None:
+        fold = [c for c in columns or df.columns if not df.schema[c].is_numeric()]
+    return to_text(table(df, columns, fold=fold, width=width), width)
 
 
 def format_summary(summary: pl.DataFrame, skipped: pl.DataFrame | None = None) -> str:
