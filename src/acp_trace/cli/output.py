@@ -36,14 +36,15 @@ def report(
     source_format: From = None,
 ) -> None:
     """Write a bug report: report.md for an issue, report.html, and the charts beside them."""
-    import shlex
 
     from acp_trace.files import check_directory_target
     from acp_trace.render.report.bundle import write_report
 
     check_directory_target(output)
     a = analyze_paths(traces, marker_meta, source_format)
-    command = shlex.join(["acp-trace", *sys.argv[1:]])
+    from acp_trace.render.report.context import shown_command
+
+    command = shown_command(["acp-trace", *sys.argv[1:]])
     with step("writing the report (charts, report.md, report.html)"):
         files = write_report(a, output, command=command)
     emit(f"wrote {files.markdown}, {files.html}, {files.csv} and {len(files.charts)} charts\n")

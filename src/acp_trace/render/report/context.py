@@ -135,3 +135,24 @@ WHERE = {  # where the rows a cap leaves out are
     "skipped file": "acp-trace summary lists them all",
     "replay row": "every row is in report.html and replays.csv beside this report",
 }
+
+
+def shown_command(args: list[str], home: str | None = None) -> str:
+    """The command line a report shows (shell-quoted): an argument that is an absolute path
+    under the home directory as `~/...`, any other absolute path by its last part only
+    (`…/traces`), the rest as typed; a report is handed to strangers. `home`: $HOME."""
+    import shlex
+
+    home = os.path.expanduser("~") if home is None else home
+    shown = []
+    for arg in args:
+        if os.path.isabs(arg):
+            path = os.path.normpath(arg)
+            root = home.rstrip("/")
+            if root and (path == root or path.startswith(root + "/")):
+                rest = path[len(root) + 1 :]
+                shown.append("~/" + shlex.quote(rest) if rest else "~")
+                continue
+            arg = "…/" + os.path.basename(path) + ("/" if arg.endswith("/") else "")
+        shown.append(shlex.quote(arg))
+    return " ".join(shown)
