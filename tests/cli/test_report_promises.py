@@ -58,3 +58,27 @@ def test_report_files_hold_no_stderr_text(
 def test_shown_command_hides_absolute_paths(args: list[str], shown: str) -> None:
     """Relative arguments as typed; absolute ones under HOME as ~, others by their last part."""
     assert shown_command(args, "/home/me") == shown
+
+
+def test_timeline_of_a_child_keeps_the_window_bars(cli: Cli, trace: Path) -> None:
+    """timeline --session CHILD: the parent's replay window opens and closes around the
+    child's lines, each of which has the window's bar."""
+    out = cli("timeline", "t.jsonl", "--session", "child_1").out
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if "+-- replay window: session/resume" in line)
+    end = next(i for i, line in enumerate(lines) if "+-- end of session/resume sess_1" in line)
+    child = [line for line in lines if line.endswith("[child_1]")]
+    assert start < end and child
+    assert all(" | " in line for line in child)
+
+
+def test_report_says_what_it_counts_with_separators(cli: Cli, trace: Path) -> None:
+    """report.md counts replays (one per session, children included) and the replaying
+    requests they came from; a count in a table is written like a count in the text."""
+    from acp_trace.render.report.context import MARKDOWN, Context
+
+    assert cli("report", "t.jsonl", "-o", "out").code == 0
+    md = (trace.parent / "out" / "report.md").read_text()
+    assert "3 replays (one per session, children included) in 2 replaying requests" in md
+    ctx = Context(None, MARKDOWN, {}, pl.DataFrame())  # type: ignore[arg-type]
+    assert ctx.cell(1234567) == "1,234,567" and ctx.cell(1359.5) == "1,360"

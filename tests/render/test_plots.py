@@ -553,7 +553,7 @@ def test_replay_can_be_chosen_by_trace_when_session_ids_repeat(tmp_path: Path) -
     assert "fast-agent" in axes_of(fig)[0].get_title()
     notes = [t.get_text() for t in by_gid(plots.replay(a, session="s0"), "note", Text)]
     assert notes == [
-        "The slowest of 2 replays for session s0; choose another with --trace, --session or --request."
+        "The slowest of 2 replaying requests for session s0; choose another with --trace, --session or --request."
     ]
 
 
@@ -590,7 +590,7 @@ def test_replay_of_many_draws_the_slowest_and_counts_the_rest(tmp_path: Path, n:
     assert overview.get_xlim()[1] > slowest["response_ms"]
     assert all(PLAIN_TICK.match(t) for t in tick_texts(overview))
     notes = [t.get_text() for t in by_gid(fig, "note", Text)]
-    many = f"The slowest of {n:,} replays; choose another with --trace, --session or --request."
+    many = f"The slowest of {n:,} replaying requests; choose another with --trace, --session or --request."
     assert notes == ([many] if n > 1 else [])
 
 

@@ -86,7 +86,7 @@ def replay_figure(
     if candidates > 1:
         among = f" for {label(pick.describe(), 80)}" if pick.chosen else ""
         notes.append(
-            f"The slowest of {candidates:,} replays{among}; "
+            f"The slowest of {candidates:,} replaying requests{among}; "
             "choose another with --trace, --session or --request."
         )
     add_note(fig, notes)

@@ -77,6 +77,8 @@ class Context:
             return "-"
         if isinstance(value, float):
             return ms(value).removesuffix(" ms")
+        if isinstance(value, int) and not isinstance(value, bool):
+            return f"{value:,}"  # counts as the text and the charts write them
         text = str(value)
         limit = self.limits.cell and self.limits.cell * (2 if wide else 1)
         if limit is not None and len(text) > limit:
@@ -87,8 +89,14 @@ class Context:
     def table(
         self, columns: list[str], rows: list[list[Any]], numeric: set[int], wide: int = -1
     ) -> Table:
-        """A table of cells; column `wide` holds sentences (messages)."""
-        cells = [[self.cell(v, i == wide) for i, v in enumerate(row)] for row in rows]
+        """A table of cells; column `wide` holds sentences (messages). A `seq` is a position,
+        written as the messages write it (no thousands separator)."""
+        plain = {i for i, name in enumerate(columns) if name == "seq"}
+        cells = [
+            [str(v) if i in plain and v is not None else self.cell(v, i == wide)
+             for i, v in enumerate(row)]
+            for row in rows
+        ]  # fmt: skip
         return Table(columns, cells, frozenset(numeric))
 
 
