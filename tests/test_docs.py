@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import matplotlib
 import pytest
 
 from acp_trace.analysis.checks import RULES
@@ -50,6 +51,7 @@ def _run_doc_command(command: str, folder: Path) -> subprocess.CompletedProcess[
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "HOME": str(folder / "home"),
         "NO_COLOR": "1",
+        "MPLCONFIGDIR": os.environ.get("MPLCONFIGDIR") or matplotlib.get_configdir(),
     }
     env.pop("COLUMNS", None)
     return subprocess.run(

@@ -183,7 +183,7 @@ def test_gap_of_one_replay_is_one_labelled_value_on_a_plain_ms_axis(tmp_path: Pa
     (dots,) = [d for d in gid_prefix(fig, "dots:") if isinstance(d, PathCollection)]
     assert dots.get_offsets()[0][0] == pytest.approx(value)
     assert len(by_gid(fig, "stem", Line2D)) == 1
-    assert "1 replay · 1 agent version" in fig.get_suptitle()
+    assert "1 replay with a gap · 1 agent version" in fig.get_suptitle()
 
 
 def plots_ms(value: float) -> str:

@@ -137,10 +137,10 @@ def _draw(ax: Axes, view: View, zoom_to: float | None, burst: pl.DataFrame | Non
     ax.tick_params(axis="y", length=0)
     if burst is not None:
         t = burst["t"].drop_nulls().to_list()
+        most = max(t.count(value) for value in set(t))
+        some = f"all {len(t):,}" if most == len(t) else f"{most:,} of the {len(t):,}"
         heading = (
-            f"Zoom on the updates in the order they arrived: the tap stamped {len(t):,} "
-            f"updates within {ms(max(t) - min(t))}, at {len(set(t)):,} distinct "
-            + ("time" if len(set(t)) == 1 else "times")
+            f"Zoom on the updates in the order they arrived (the tap stamped {some} at one moment)"
         )
         axis_labels(ax, "update, in arrival order", "session", heading)
     elif zoom_to is None:

@@ -114,12 +114,8 @@ def latency(ctx: Context) -> list[Block]:
         for r in shown.iter_rows(named=True)
     ]  # fmt: skip
     blocks += [ctx.table(LATENCY_COLUMNS, rows, {3, 4, 5, 6, 7, 8}), *more]
-    order = {name: i for i, name in enumerate(PHASES)}
-    phases = turn_phases(a.turns, "agent").filter(pl.col("count") > 0)
+    phases = turn_phases(a.turns, "agent").filter(pl.col("count") > 0)  # in time order
     if phases.height:
-        phases = phases.sort(
-            pl.col("phase").replace_strict(order, return_dtype=pl.Int64), "agent", "agent_version"
-        )
         rows = [
             [PHASES[r["phase"]], r["agent"], r["agent_version"], r["count"], r["p50_ms"],
              r["p90_ms"], r["max_ms"]]
