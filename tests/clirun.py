@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_trace.cli import main
+from acp_trace.cli import main, terminal
 
 
 @dataclass(frozen=True)
@@ -24,12 +24,36 @@ class Result:
 Cli = Callable[..., Result]
 
 
-def runner(cwd: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
-    """A function that runs `acp-trace ARGS...` in `cwd` (keyword `width`, default 80)."""
+_PIPE = terminal.stdout_console  # the real one: under pytest, stdout is no terminal
 
-    def run(*args: str, width: int = 80) -> Result:
+
+def as_terminal(monkeypatch: pytest.MonkeyPatch, width: int | None) -> None:
+    """Make stdout look like a terminal of `width` columns without colour (as with NO_COLOR);
+    None: leave it what it is under pytest, a pipe (tables are not fitted)."""
+    from rich.console import Console
+
+    if width is None:
+        monkeypatch.setenv("COLUMNS", "80")  # a pipe ignores it
+        monkeypatch.setattr(terminal, "stdout_console", _PIPE)
+        return
+    monkeypatch.setenv("COLUMNS", str(width))
+
+    def console() -> Console:
+        return Console(
+            file=sys.stdout, width=width, force_terminal=True, no_color=True, markup=False,
+            emoji=False, highlight=False,
+        )  # fmt: skip
+
+    monkeypatch.setattr(terminal, "stdout_console", console)
+
+
+def runner(cwd: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
+    """A function that runs `acp-trace ARGS...` in `cwd` (keyword `width`, default 80: on a
+    terminal of that many columns, without colour; `width=None`: into a pipe)."""
+
+    def run(*args: str, width: int | None = 80) -> Result:
         monkeypatch.chdir(cwd)
-        monkeypatch.setenv("COLUMNS", str(width))
+        as_terminal(monkeypatch, width)
         monkeypatch.delenv("NO_COLOR", raising=False)
         monkeypatch.setattr(sys, "argv", ["acp-trace", *args])
         with pytest.raises(SystemExit) as exit_info:

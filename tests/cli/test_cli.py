@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from acp_trace.cli import main
+from clirun import as_terminal
 from testpaths import GOLDEN
 from tracebuilder import TraceBuilder
 
@@ -49,7 +50,7 @@ def run(
     width: int = 80,
 ) -> tuple[int, str]:
     monkeypatch.chdir(cwd)
-    monkeypatch.setenv("COLUMNS", str(width))
+    as_terminal(monkeypatch, width)
     monkeypatch.setattr(sys, "argv", ["acp-trace", *args])
     with pytest.raises(SystemExit) as exit_info:
         main()

@@ -97,7 +97,10 @@ def test_help_shows_readable_metavars(cli: Cli, command: str) -> None:
 def test_from_lists_every_format_and_mock_needs_a_trace(cli: Cli) -> None:
     """--from's help names every input format; mock's usage shows TRACE... as required."""
     out = " ".join(cli("summary", "--help", width=200).out.split())
-    assert "acp-trace, jsonrpc, zed, conductor, inspector, thinkwell, acpx, vibe or acp-devtools" in out
+    assert (
+        "acp-trace, jsonrpc, zed, conductor, inspector, thinkwell, acpx, vibe or acp-devtools"
+        in out
+    )
     mock = cli("mock", "--help").out
     assert mock.startswith("Usage: acp-trace mock [OPTIONS] TRACE...\n")
     assert cli("mock", "--list-faults").code == 0  # needs no TRACE

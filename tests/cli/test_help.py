@@ -67,7 +67,7 @@ def test_each_command_is_listed_with_its_whole_first_paragraph(cli: Cli) -> None
 def test_help_text_is_not_read_as_markup(cli: Cli) -> None:
     """Square brackets in a help text are shown as written (rich markup ate `[fleet]`)."""
     out = cli("check", "--help", width=100).out
-    assert "'acp-trace[fleet]'" in out
+    assert "'.[fleet]'" in out
 
 
 @pytest.mark.parametrize("command", ORDER)

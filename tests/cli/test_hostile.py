@@ -114,14 +114,18 @@ def _cells(text: str) -> list[list[str]]:
 
 
 def test_replays_csv_neutralizes_formulas(cli: Cli, tmp_path: Path) -> None:
-    """A session id starting with `=`, `+`, `-` or `@` gets a leading quote in the CSV."""
+    """With --spreadsheet, a session id starting with `=`, `+`, `-` or `@` gets a leading quote
+    in the CSV; without it every cell is exact (data)."""
     b = TraceBuilder(agent="@evil", version="-1+1")
     for session in ("=HYPERLINK(1)", "+1+1", "-2-2", "@SUM(A1)"):
         rid = b.resume(session)
         b.history(session, 1)
         b.response(rid, {})
     b.write(tmp_path / "t.jsonl")
-    rows = _cells(cli("replays", "t.jsonl", "--format", "csv").out)
+    plain = _cells(cli("replays", "t.jsonl", "--format", "csv").out)
+    at = plain[0].index("session")
+    assert [r[at] for r in plain[1:]] == ["=HYPERLINK(1)", "+1+1", "-2-2", "@SUM(A1)"]
+    rows = _cells(cli("replays", "t.jsonl", "--format", "csv", "--spreadsheet").out)
     header = rows[0]
     sessions = [r[header.index("session")] for r in rows[1:]]
     assert sessions == ["'=HYPERLINK(1)", "'+1+1", "'-2-2", "'@SUM(A1)"]
@@ -132,14 +136,14 @@ def test_replays_csv_neutralizes_formulas(cli: Cli, tmp_path: Path) -> None:
 def test_export_csv_neutralizes_formulas_and_keeps_negative_numbers(
     cli: Cli, tmp_path: Path
 ) -> None:
-    """export --format csv: text cells that start like a formula are quoted; a negative number
-    (here an error code) stays a number."""
+    """export --format csv --spreadsheet: text cells that start like a formula are quoted; a
+    negative number (here an error code) stays a number."""
     b = TraceBuilder()
     rid = b.request("session/prompt", {"sessionId": "=1+2", "prompt": []})
     b.error(rid, -32602)
     b.text("stderr", "-cmd|calc")
     b.write(tmp_path / "t.jsonl")
-    assert cli("export", "t.jsonl", "-f", "csv", "-o", "out/").code == 0
+    assert cli("export", "t.jsonl", "-f", "csv", "--spreadsheet", "-o", "out/").code == 0
     records = pl.read_csv(tmp_path / "out" / "records.csv", infer_schema=False)
     assert "'=1+2" in records["session_id"].to_list()
     assert "'-cmd|calc" in records["text"].to_list()

@@ -183,7 +183,7 @@ def test_gap_of_one_replay_is_one_labelled_value_on_a_plain_ms_axis(tmp_path: Pa
     (dots,) = [d for d in gid_prefix(fig, "dots:") if isinstance(d, PathCollection)]
     assert dots.get_offsets()[0][0] == pytest.approx(value)
     assert len(by_gid(fig, "stem", Line2D)) == 1
-    assert "1 replay · 1 agent version" in fig.get_suptitle()
+    assert "1 replay with a gap · 1 agent version" in fig.get_suptitle()
 
 
 def plots_ms(value: float) -> str:
@@ -553,7 +553,7 @@ def test_replay_can_be_chosen_by_trace_when_session_ids_repeat(tmp_path: Path) -
     assert "fast-agent" in axes_of(fig)[0].get_title()
     notes = [t.get_text() for t in by_gid(plots.replay(a, session="s0"), "note", Text)]
     assert notes == [
-        "The slowest of 2 replays for session s0; choose another with --trace, --session or --request."
+        "The slowest of 2 replaying requests for session s0; choose another with --trace, --session or --request."
     ]
 
 
@@ -590,7 +590,7 @@ def test_replay_of_many_draws_the_slowest_and_counts_the_rest(tmp_path: Path, n:
     assert overview.get_xlim()[1] > slowest["response_ms"]
     assert all(PLAIN_TICK.match(t) for t in tick_texts(overview))
     notes = [t.get_text() for t in by_gid(fig, "note", Text)]
-    many = f"The slowest of {n:,} replays; choose another with --trace, --session or --request."
+    many = f"The slowest of {n:,} replaying requests; choose another with --trace, --session or --request."
     assert notes == ([many] if n > 1 else [])
 
 

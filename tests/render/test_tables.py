@@ -5,9 +5,10 @@ from __future__ import annotations
 import orjson
 import polars as pl
 import pytest
+from rich.cells import cell_len
 
 from acp_trace.render.report.formats import DECIMALS, frame, rounded
-from acp_trace.render.report.tables import ms, plural, replays_view, table, to_text
+from acp_trace.render.report.tables import ms, plural, replays_view, shorten, table, to_text
 
 
 @pytest.mark.parametrize(
@@ -53,14 +54,35 @@ def test_json_and_csv_round_floats_to_the_nanosecond() -> None:
     assert rounded(df)["t_ms"][0] == round(87.32291099999998, DECIMALS)
 
 
-def test_a_table_fits_by_folding_the_long_columns() -> None:
-    """Long ids wrap inside their column so every line fits; numbers keep their width."""
-    df = pl.DataFrame({"session": ["x" * 60, "short"], "response_ms": [1234.5, 2.0]})
+def test_a_table_fits_by_shortening_the_long_columns() -> None:
+    """Long ids are shortened in the middle with an ellipsis, on one line, so every line
+    fits; numbers keep their width; with no width every value is whole."""
+    session = "0198c0de-0000-7000-8000-" + "x" * 40 + "-tail"
+    df = pl.DataFrame({"session": [session, "short"], "response_ms": [1234.5, 2.0]})
     text = to_text(table(df, fold=("session",), width=40), 40)
-    assert max(map(len, text.splitlines())) <= 40
-    assert "1234.5" in text and text.count("x") == 60
+    lines = text.splitlines()
+    assert max(map(len, lines)) <= 40 and len(lines) == 5  # 2 header lines, rule, 2 rows
+    row = lines[3].split()
+    assert row[0].startswith("0198") and row[0].endswith("x-tail") and "…" in row[0]
+    assert row[1] == "1234.5"
     wide = to_text(table(df, fold=("session",)))
     assert len(wide.splitlines()) == 4  # header, rule, a line per row
+    assert session in wide and "…" not in wide
+
+
+@pytest.mark.parametrize(
+    ("text", "size", "expected"),
+    [
+        ("abcdef", 6, "abcdef"),
+        ("abcdefghij", 7, "ab…ghij"),
+        ("@agentclientprotocol/claude-agent-acp", 16, "@agen…-agent-acp"),
+        ("日本語のセッション", 9, "日…ション"),  # wide characters take two cells
+    ],
+)
+def test_shorten_keeps_both_ends_in_the_cells_given(text: str, size: int, expected: str) -> None:
+    """`shorten` cuts in the middle, the end getting the larger part, counting terminal cells."""
+    assert shorten(text, size) == expected
+    assert cell_len(shorten(text, size)) <= size
 
 
 def test_replays_view_sorts_slowest_first_and_keeps_a_request_together() -> None:

@@ -14,6 +14,7 @@ from acp_trace.analysis.turns import AGENT_OUTPUT_KINDS, Turn, TurnFacts, collec
 __all__ = [
     "AGENT_OUTPUT_KINDS",
     "GROUPS",
+    "PHASE_ORDER",
     "TURN_SCHEMA",
     "Turn",
     "TurnFacts",
@@ -25,8 +26,10 @@ __all__ = [
     "turns_table",
 ]
 
+# Every grouping keeps agents apart (one agent's slow method never hides in another's); the
+# first keys are what the rows are sorted by.
 GROUPS = {
-    "method": ["method"],
+    "method": ["method", "agent", "agent_version"],
     "agent": ["agent", "agent_version", "method"],
     "trace": ["trace", "method"],
 }
@@ -121,9 +124,11 @@ def _rows_timed(turns: list[Turn]) -> Iterator[int | None]:
 
 
 def turn_phases(turns: pl.DataFrame, by: str = "method") -> pl.DataFrame:
-    """p50/p90/p99/max of each prompt-turn phase, grouped like request_latency."""
+    """p50/p90/p99/max of each prompt-turn phase, grouped like request_latency, the phases of
+    a group in the order they happen: by their p50 (a phase no turn reached last), ties in
+    PHASE_ORDER."""
     keys = [k for k in GROUPS[by] if k != "method"]
-    phases = ["first_chunk_ms", "acceptance_ms", "end_ms"]
+    phases = list(PHASE_ORDER)
     long = turns.unpivot(
         index=[*keys, "trace"] if "trace" not in keys else keys,
         on=phases,
@@ -140,5 +145,15 @@ def turn_phases(turns: pl.DataFrame, by: str = "method") -> pl.DataFrame:
             pl.col("ms").quantile(0.99, "linear").alias("p99_ms"),
             pl.col("ms").max().alias("max_ms"),
         )
-        .sort(group)
+        .sort(
+            *keys,
+            "p50_ms",
+            pl.col("phase").replace_strict(PHASE_ORDER, return_dtype=pl.Int64),
+            nulls_last=True,
+        )
     )
+
+
+# The prompt-turn phases, in the order a table lists those that tie: the agent's first chunk,
+# the acceptance of the prompt (claude-agent-acp's session-materialization update), the end.
+PHASE_ORDER = {"first_chunk_ms": 0, "acceptance_ms": 1, "end_ms": 2}

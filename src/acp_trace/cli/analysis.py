@@ -25,6 +25,15 @@ from acp_trace.cli.terminal import Kind, colour, emit, emit_table, width
 if TYPE_CHECKING:
     import polars as pl
 
+Spreadsheet = Annotated[
+    bool,
+    typer.Option(
+        "--spreadsheet",
+        help="csv: a leading ' on cells a spreadsheet would run as formulas (=, +, -, @); "
+        "without it every cell is exact, as in json and parquet.",
+    ),
+]
+
 
 TextOrJson = Annotated[
     Literal["text", "json"], typer.Option("--format", "-f", help="Output format.")
@@ -63,6 +72,7 @@ def replays(
             help="table: these columns (names as in --format csv, and gap_ms).",
         ),
     ] = None,
+    spreadsheet: Spreadsheet = False,
     marker_meta: MarkerMeta = None,
     source_format: From = None,
     workers: Workers = 1,
@@ -73,15 +83,17 @@ def replays(
     The table fits the terminal, slowest response first; json and csv hold every column.
     """
     from acp_trace.render.report import frame
-    from acp_trace.render.report.tables import replays_table
+    from acp_trace.render.report.tables import replays_data, replays_table
 
     chosen = replay_columns_asked(columns)  # before the traces are read
+    csv_only(spreadsheet, fmt)
     a = analyze_tables(traces, marker_meta, source_format, workers, scheduler, tables=("replays",))
     if fmt == "table":
         view = replays_table(a.replays, chosen, wide=wide, width=width(), untimed=a.untimed())
         emit_table(view, fit=not wide)
     else:
-        emit(frame(a.replays, fmt), "json" if fmt == "json" else "data")
+        data = replays_data(a.replays, a.untimed())
+        emit(frame(data, fmt, spreadsheet=spreadsheet), "json" if fmt == "json" else "data")
     exit_if_failed(a)
 
 
@@ -135,6 +147,14 @@ def coloured_severities(text: str) -> str:
         return f"{m[1]}{SEVERITY_COLOURS[m[2]]}{m[2]}\x1b[0m"
 
     return _FINDING.sub(paint, terminal_lines(text))
+
+
+def csv_only(spreadsheet: bool, fmt: str) -> None:
+    """UsageError for --spreadsheet with an output that is no CSV (checked before reading)."""
+    from acp_trace.errors import UsageError
+
+    if spreadsheet and fmt != "csv":
+        raise UsageError(f"--spreadsheet goes with --format csv, not --format {fmt}")
 
 
 CHECK_KINDS: dict[str, Kind] = {"text": "text", "json": "json", "junit": "data"}
@@ -240,28 +260,43 @@ def latency(
         Literal["method", "agent", "trace"], typer.Option("--by", help="Group requests by.")
     ] = "method",
     fmt: Format = "table",
+    only: Annotated[
+        Literal["requests", "prompt_turns"] | None,
+        typer.Option(
+            "--table",
+            help="Only this table (csv holds one: requests unless prompt_turns is chosen).",
+        ),
+    ] = None,
+    spreadsheet: Spreadsheet = False,
     source_format: From = None,
     workers: Workers = 1,
     scheduler: Scheduler = None,
 ) -> None:
-    """Request-to-response latency per method, and prompt-turn phases."""
+    """Request-to-response latency per method (agents apart), and prompt-turn phases."""
     from acp_trace.analysis.latency import turn_phases
     from acp_trace.render import report as render
-    from acp_trace.render.report.tables import table
+    from acp_trace.render.report.sections_text import latency_sections, sectioned
 
+    csv_only(spreadsheet, fmt)
     a = analyze_tables(
         traces, None, source_format, workers, scheduler, tables=("turns", "requests")
     )
     requests = a.latency(by)
     phases = turn_phases(a.turns, by)
-    if fmt != "table":
-        tables = {"requests": requests, "prompt_turns": phases}
-        emit(render.frames(tables, fmt), "json" if fmt == "json" else "data")
+    tables = {"requests": requests, "prompt_turns": phases}
+    if fmt == "csv":
+        emit(render.frame(tables[only or "requests"], fmt, spreadsheet=spreadsheet), "data")
+    elif fmt == "json":
+        emit(render.frames({only: tables[only]} if only else tables, fmt), "json")
     else:
-        emit_table(table(requests, fold=("method", "agent", "trace"), width=width()))
-        if phases.height:
-            emit("\nprompt turns (request to first agent chunk, acceptance, end of turn):\n")
-            emit_table(table(phases, fold=("agent", "trace"), width=width()))
+        fold = ("method", "agent", "trace", "phase")
+        shown, keys = latency_sections(requests, by)
+        if only != "prompt_turns":
+            emit_table(sectioned(shown, keys, fold=fold, width=width()))
+        if phases.height and only != "requests":
+            emit("\nprompt turns (ms from the request, phases in the order they happen):\n")
+            shown, keys = latency_sections(phases, by)
+            emit_table(sectioned(shown, keys, fold=fold, width=width()))
     exit_if_failed(a)
 
 

@@ -181,7 +181,7 @@ Scheduler = Annotated[
     typer.Option(
         metavar="ADDRESS",
         help="Analyze on this Dask scheduler (tcp://HOST:PORT), partition by partition; needs "
-        "pip install 'acp-trace[fleet]'. The output is the same as a local run's.",
+        "pip install -e '.[fleet]' in the clone. The output is the same as a local run's.",
     ),
 ]
 

@@ -8,6 +8,7 @@ import typer
 
 from acp_trace.cli.app import From, MarkerMeta, analyze_paths, app
 from acp_trace.cli.numbers import Number
+from acp_trace.cli.terminal import emit, width
 
 FORMATS = ("text", "json", "markdown")
 
@@ -77,7 +78,7 @@ def diff(
     base = analyze_paths(base_paths, marker_meta, source_format)
     new = analyze_paths(new_paths, marker_meta, source_format)
     result = compare(base, new, options)
-    typer.echo(format_diff(result, fmt), nl=False)
+    emit(format_diff(result, fmt, width()), "json" if fmt == "json" else "text")
     if plot is not None:
         from acp_trace.render import plots
         from acp_trace.render.plots.diff import diff_figure

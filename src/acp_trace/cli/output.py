@@ -51,13 +51,14 @@ def report(
     workers: Workers = 1,
 ) -> None:
     """Write a bug report: report.md for an issue, report.html, and the charts beside them."""
-    import shlex
 
     from acp_trace.render.report.bundle import CHARTS, write_report
 
     directory_output(output, [*REPORT_FILES, *CHARTS], traces)
     a = analyze_paths(traces, marker_meta, source_format, workers)
-    command = shlex.join(["acp-trace", *sys.argv[1:]])
+    from acp_trace.render.report.context import shown_command
+
+    command = shown_command(["acp-trace", *sys.argv[1:]])
     with step("writing the report (charts, report.md, report.html)"):
         files = write_report(a, output, command=command, redact_content=not no_redact_content)
     emit(f"wrote {files.markdown}, {files.html}, {files.csv} and {len(files.charts)} charts\n")
@@ -192,6 +193,14 @@ def export(
     source_format: From = None,
     no_redact_content: NoRedactContent = False,
     workers: Workers = 1,
+    spreadsheet: Annotated[
+        bool,
+        typer.Option(
+            "--spreadsheet",
+            help="csv: a leading ' on cells a spreadsheet would run as formulas (=, +, -, @); "
+            "without it every cell is exact, as in parquet.",
+        ),
+    ] = False,
 ) -> None:
     """Export records, replays and findings (Parquet, CSV, a growing Parquet dataset), a
     Perfetto trace or OpenTelemetry spans (OTLP/JSON)."""
@@ -211,7 +220,9 @@ def export(
         raise UsageError("--scheduler goes with --dataset (the workers write the dataset)")
     export_target(fmt, output, traces)
     a = analyze_paths(traces, marker_meta, source_format, workers)
-    written = write_export(a, fmt, output, redact_content=not no_redact_content)
+    written = write_export(
+        a, fmt, output, redact_content=not no_redact_content, spreadsheet=spreadsheet
+    )
     note(f"wrote {', '.join(str(p) for p in written)}\n", output)
     if fmt == "otlp":
         from acp_trace.cli.terminal import warn

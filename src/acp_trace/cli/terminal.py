@@ -34,9 +34,11 @@ def _console(file: IO[str]) -> Console:
     return Console(file=file, markup=False, emoji=False, highlight=False)
 
 
-def width() -> int:
-    """The width text output is fitted to."""
-    return stdout_console().width
+def width() -> int | None:
+    """The width text output is fitted to: the terminal's; None (not fitted, never wrapped)
+    when stdout is no terminal (a pipe or a file gets every table whole, one line a row)."""
+    console = stdout_console()
+    return console.width if console.is_terminal else None
 
 
 def colour() -> bool:
@@ -60,7 +62,8 @@ def emit(text: str, kind: Kind = "text") -> None:
 
 
 def emit_table(renderable: RenderableType, *, fit: bool = True) -> None:
-    """Render a rich table (or group) at the terminal's width (`fit`) or as wide as it is."""
+    """Render a rich table (or group) at the terminal's width (`fit`) or as wide as it is
+    (not `fit`, or stdout is no terminal)."""
     from acp_trace.render.report.tables import to_text
 
     styled = colour()

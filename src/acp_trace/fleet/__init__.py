@@ -9,7 +9,7 @@ Parquet dataset itself (acp_trace.render.dataset) and only counts come back. A p
 fails is retried; if it still fails, its files are analyzed one by one and those that fail
 are reported by file (`FleetResult.failed`), never dropped silently.
 
-Dask is optional (`pip install 'acp-trace[fleet]'`): the local pool needs nothing more.
+Dask is optional (`pip install -e '.[fleet]'` in a clone): the local pool needs nothing more.
 """
 
 from __future__ import annotations

@@ -267,7 +267,9 @@ def _executor(workers: int | None, scheduler: str | None, client: Any) -> _Execu
         try:
             from distributed import Client
         except ImportError as exc:
-            raise UsageError("--scheduler needs Dask: pip install 'acp-trace[fleet]'") from exc
+            raise UsageError(
+                "--scheduler needs Dask: pip install -e '.[fleet]' in the acp-trace clone"
+            ) from exc
         try:
             return _Dask(Client(scheduler, timeout="10s"), owned=True)  # type: ignore[no-untyped-call]
         except OSError as exc:

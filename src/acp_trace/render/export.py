@@ -55,12 +55,18 @@ def export(
 
 
 def write_export(
-    a: Analysis, fmt: str, out: str | os.PathLike[str], *, redact_content: bool = True
+    a: Analysis,
+    fmt: str,
+    out: str | os.PathLike[str],
+    *,
+    redact_content: bool = True,
+    spreadsheet: bool = False,
 ) -> list[Path]:
     """Export an analysis: a directory of tables (parquet, csv) or one JSON file (perfetto:
     `out`, or `out/trace.json` when `out` is a directory or ends in `/`). Every file holds
     trace contents: 0600, new directories 0700 (`acp_trace.files`). Credentials in free text
-    are replaced first (render/scrub.py) unless `redact_content` is false."""
+    are replaced first (render/scrub.py) unless `redact_content` is false. CSV cells are
+    exact, as in Parquet, unless `spreadsheet` (cells that start like a formula neutralized)."""
     if redact_content:
         from acp_trace.render.scrub import scrubbed
 
@@ -85,7 +91,7 @@ def write_export(
             with replacing(path) as temp:
                 df.write_parquet(temp, statistics=True)
         else:
-            write_file(path, csv_text(df))
+            write_file(path, csv_text(df, spreadsheet=spreadsheet))
         written.append(path)
     return written
 
@@ -96,11 +102,13 @@ def perfetto_target(out: str | os.PathLike[str], name: str = "") -> Path:
     return output_dir(out) / (name or PERFETTO_NAME) if wants_directory(out) else Path(out)
 
 
-def csv_text(df: pl.DataFrame) -> str:
-    """A table as CSV: nested columns as JSON text, floats rounded to the nanosecond, and
-    cells that start like a formula (`=`, `+`, `-`, `@`) neutralized (`acp_trace.render.escape`)."""
+def csv_text(df: pl.DataFrame, *, spreadsheet: bool = False) -> str:
+    """A table as CSV: nested columns as JSON text, floats rounded to the nanosecond; with
+    `spreadsheet`, cells that start like a formula (`=`, `+`, `-`, `@`) neutralized
+    (`acp_trace.render.escape`), else every cell exactly as in Parquet."""
     buffer = io.StringIO()
-    csv_safe(json_nested(rounded(df))).write_csv(buffer)
+    flat = json_nested(rounded(df))
+    (csv_safe(flat) if spreadsheet else flat).write_csv(buffer)
     return buffer.getvalue()
 
 

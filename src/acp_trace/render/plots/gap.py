@@ -140,7 +140,9 @@ def gap_figure(replays: pl.DataFrame, untimed: Sequence[str] = ()) -> Figure:
     shown = np.concatenate([lane.values for lane in lanes])
     n, agents = shown.size, len({lane.agent for lane in lanes})
     title(
-        fig, f"{HEADING} · {n:,} {plural(n, 'replay')} · {agents} agent {plural(agents, 'version')}"
+        fig,
+        f"{HEADING} · {n:,} {plural(n, 'replay')} with a gap · {agents:,} agent "
+        f"{plural(agents, 'version')}",
     )
     set_scale(ax, shown, room=0.6 if n == 1 else 0.3)
     _lanes_axis(ax, lanes)

@@ -75,10 +75,14 @@ def replay_figure(
     view = View(tl, w, lanes_of(w, stderr.height), window_events(tl, w), None, stderr)
     view.end = view.at(w.end_row)
     zoom = view.zoom()
-    fig, axes = new_figure(nrows=2 if zoom else 1)
+    bunched = burst(view.events)
+    fig, axes = new_figure(nrows=2 if zoom or bunched else 1)
     title(fig, f"{HEADING}: {w.method} of {label(w.session)} (request id {label(w.request_id)})")
     _draw(axes[0], view, None)
-    if zoom:
+    if bunched:
+        ordered = in_arrival_order(view)
+        _draw(axes[1], ordered, ordered.events.height + 1.0, burst=view.events)
+    elif zoom:
         _draw(axes[1], view, zoom)
     axes[0].legend(
         loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=TEXT_SIZE, borderaxespad=0
@@ -86,7 +90,7 @@ def replay_figure(
     if candidates > 1:
         among = f" for {label(pick.describe(), 80)}" if pick.chosen else ""
         notes.append(
-            f"The slowest of {candidates:,} replays{among}; "
+            f"The slowest of {candidates:,} replaying requests{among}; "
             "choose another with --trace, --session or --request."
         )
     add_note(fig, notes)
@@ -99,8 +103,25 @@ def replay_figure(
     return fig
 
 
-def _draw(ax: Axes, view: View, zoom_to: float | None) -> None:
-    """One panel: the whole window, or (`zoom_to`) its first milliseconds."""
+def burst(events: pl.DataFrame) -> bool:
+    """True when time cannot tell the updates apart: the tap stamped at least half of them at
+    the same moment as another (a burst read at once), so on a time axis every history tick
+    would hide under the marker drawn at that moment."""
+    t = events["t"].drop_nulls()
+    return t.len() >= 3 and t.n_unique() * 2 <= t.len()
+
+
+def in_arrival_order(view: View) -> View:
+    """The updates of the window at their place in the order they arrived (1, 2, ...) on the
+    x axis instead of their time: the zoom of a burst (the session lanes only)."""
+    events = view.events.with_columns(pl.int_range(1, pl.len() + 1).cast(pl.Float64).alias("t"))
+    lanes = [lane for lane in view.lanes if lane.kind == "session"]
+    return View(view.tl, view.w, lanes, events, None, view.stderr.clear())
+
+
+def _draw(ax: Axes, view: View, zoom_to: float | None, burst: pl.DataFrame | None = None) -> None:
+    """One panel: the whole window, or (`zoom_to`) its first milliseconds; or, for a `burst`
+    (the window's events with their times), `view` is in arrival order (`in_arrival_order`)."""
     _draw_events(ax, view, legend=zoom_to is None)
     _draw_ends(ax, view, labels=zoom_to is None)
     if zoom_to is None:
@@ -114,7 +135,15 @@ def _draw(ax: Axes, view: View, zoom_to: float | None) -> None:
     names = [LANE_KINDS[lane.kind][0](view, lane) for lane in view.lanes]
     ax.set_yticks([lane.y for lane in view.lanes], names)
     ax.tick_params(axis="y", length=0)
-    if zoom_to is None:
+    if burst is not None:
+        t = burst["t"].drop_nulls().to_list()
+        most = max(t.count(value) for value in set(t))
+        some = f"all {len(t):,}" if most == len(t) else f"{most:,} of the {len(t):,}"
+        heading = (
+            f"Zoom on the updates in the order they arrived (the tap stamped {some} at one moment)"
+        )
+        axis_labels(ax, "update, in arrival order", "session", heading)
+    elif zoom_to is None:
         axis_labels(ax, "time since the request (ms)", "session", _subtitle(view))
     else:
         heading = f"Zoom on the updates: the first {ms(zoom_to)}"

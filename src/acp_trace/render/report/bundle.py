@@ -87,7 +87,7 @@ def write_report(
     images = {path.name: path.read_bytes() for path in charts}
     page = to_html(missing_charts(build_blocks(a, command, html=True), failed), images, TITLE)
     html = write_file(out / "report.html", page)
-    table = frame(_csv_frame(context(a, HTML)), "csv")
+    table = frame(_csv_frame(context(a, HTML)), "csv", spreadsheet=True)  # opened by people
     csv = write_file(out / "replays.csv", table)
     return ReportFiles(out, markdown, html, csv, charts, failed)
 

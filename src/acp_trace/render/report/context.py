@@ -77,6 +77,8 @@ class Context:
             return "-"
         if isinstance(value, float):
             return ms(value).removesuffix(" ms")
+        if isinstance(value, int) and not isinstance(value, bool):
+            return f"{value:,}"  # counts as the text and the charts write them
         text = str(value)
         limit = self.limits.cell and self.limits.cell * (2 if wide else 1)
         if limit is not None and len(text) > limit:
@@ -87,8 +89,14 @@ class Context:
     def table(
         self, columns: list[str], rows: list[list[Any]], numeric: set[int], wide: int = -1
     ) -> Table:
-        """A table of cells; column `wide` holds sentences (messages)."""
-        cells = [[self.cell(v, i == wide) for i, v in enumerate(row)] for row in rows]
+        """A table of cells; column `wide` holds sentences (messages). A `seq` is a position,
+        written as the messages write it (no thousands separator)."""
+        plain = {i for i, name in enumerate(columns) if name == "seq"}
+        cells = [
+            [str(v) if i in plain and v is not None else self.cell(v, i == wide)
+             for i, v in enumerate(row)]
+            for row in rows
+        ]  # fmt: skip
         return Table(columns, cells, frozenset(numeric))
 
 
@@ -135,3 +143,24 @@ WHERE = {  # where the rows a cap leaves out are
     "skipped file": "acp-trace summary lists them all",
     "replay row": "every row is in report.html and replays.csv beside this report",
 }
+
+
+def shown_command(args: list[str], home: str | None = None) -> str:
+    """The command line a report shows (shell-quoted): an argument that is an absolute path
+    under the home directory as `~/...`, any other absolute path by its last part only
+    (`…/traces`), the rest as typed; a report is handed to strangers. `home`: $HOME."""
+    import shlex
+
+    home = os.path.expanduser("~") if home is None else home
+    shown = []
+    for arg in args:
+        if os.path.isabs(arg):
+            path = os.path.normpath(arg)
+            root = home.rstrip("/")
+            if root and (path == root or path.startswith(root + "/")):
+                rest = path[len(root) + 1 :]
+                shown.append("~/" + shlex.quote(rest) if rest else "~")
+                continue
+            arg = "…/" + os.path.basename(path) + ("/" if arg.endswith("/") else "")
+        shown.append(shlex.quote(arg))
+    return " ".join(shown)

@@ -7,8 +7,8 @@ from typing import Any
 import polars as pl
 
 from acp_trace.analysis.diff import Diff
-from acp_trace.jsonrpc import json_bytes
-from acp_trace.render.report.document import Block, Heading, Paragraph, Table, to_markdown
+from acp_trace.render.report.document import Block, Bullets, Heading, Table, to_markdown
+from acp_trace.render.report.formats import rows_json, to_json
 from acp_trace.render.report.text import format_table
 
 METRIC_COLUMNS = {
@@ -68,33 +68,55 @@ def headline(d: Diff) -> str:
     return f"{len(found)} regression{'s' if len(found) != 1 else ''} found"
 
 
-def format_diff_text(d: Diff) -> str:
-    """The terminal rendering: the headline, the regressions, then every table."""
+NAMES = ("metric", "agent", "method", "agent_version", "session", "rule", "trace", "request_id")
+
+
+def _fitted(df: pl.DataFrame, width: int | None) -> str:
+    """A table fitted to `width` (None: whole): only names and ids are shortened."""
+    return format_table(df, width=width, fold=[c for c in df.columns if c in NAMES])
+
+
+def _metrics_text(frame: pl.DataFrame, width: int | None) -> str:
+    """The metrics table: a section per metric, agent and method (named once above its rows,
+    shortened to `width`), a row per statistic."""
+    from acp_trace.render.report.sections_text import sectioned
+    from acp_trace.render.report.tables import to_text
+
+    keys = ["metric", "agent", "method"]
+    return to_text(sectioned(frame, keys, width=width), width)
+
+
+def format_diff_text(d: Diff, width: int | None = None) -> str:
+    """The terminal rendering: the headline, the regressions, then every table, fitted to
+    `width` (None: as wide as they are)."""
     out = [f"acp-trace diff: {headline(d)}\n"]
     out += [f"  - {line}\n" for line in d.regressions]
     ci = f"{d.options.confidence:.0%} CI ms"
     cols = [ci if c == "ci" else name for c, name in METRIC_COLUMNS.items()]
     frame = pl.DataFrame(metric_rows(d), schema=cols, orient="row")
     out.append("\nreplay gap and request latency (NEW - BASE):\n")
-    out.append(format_table(frame) if frame.height else "(no replay or request on either side)\n")
+    out.append(
+        _metrics_text(frame, width) if frame.height else "(no replay or request on either side)\n"
+    )
     if d.flips.height:
         out.append("\noutcome changes of the same request:\n")
-        out.append(format_table(d.flips))
+        out.append(_fitted(d.flips, width))
     changed = d.outcomes.filter(pl.col("base_count") != pl.col("new_count"))
     if changed.height:
         out.append("\noutcome counts that changed:\n")
-        out.append(format_table(changed))
+        out.append(_fitted(changed, width))
     moved = d.findings.filter(pl.col("change") != "same")
     if moved.height:
         out.append("\nfindings by rule:\n")
-        out.append(format_table(moved))
+        out.append(_fitted(moved, width))
     return "".join(out)
 
 
 def diff_blocks(d: Diff) -> list[Block]:
     """The Markdown document (a PR comment): headline, regressions, tables."""
     blocks: list[Block] = [Heading(2, f"acp-trace diff: {headline(d)}")]
-    blocks += [Paragraph(f"- {line}") for line in d.regressions]
+    if d.regressions:
+        blocks.append(Bullets(list(d.regressions)))
     ci = f"{d.options.confidence:.0%} CI ms"
     cols = [ci if c == "ci" else name for c, name in METRIC_COLUMNS.items()]
     blocks.append(Table(cols, metric_rows(d), frozenset({4, 5, 6, 7, 10, 11})))
@@ -130,22 +152,20 @@ def diff_json(d: Diff) -> dict[str, Any]:
             "min_samples": d.options.min_samples,
             "seed": d.options.seed,
         },
-        "metrics": d.metrics.to_dicts(),
-        "flips": d.flips.to_dicts(),
-        "outcomes": d.outcomes.to_dicts(),
-        "findings": d.findings.to_dicts(),
+        "metrics": rows_json(d.metrics),
+        "flips": rows_json(d.flips),
+        "outcomes": rows_json(d.outcomes),
+        "findings": rows_json(d.findings),
     }
 
 
 def format_diff_json(d: Diff) -> str:
-    return json_bytes(diff_json(d), indent=True).decode()
+    """Every table as JSON, floats rounded like every JSON output (six decimals of a ms)."""
+    return to_json(diff_json(d))
 
 
-def format_diff(d: Diff, fmt: str) -> str:
-    """`text`, `json` or `markdown`."""
-    renderers = {
-        "text": format_diff_text,
-        "json": format_diff_json,
-        "markdown": format_diff_markdown,
-    }
-    return renderers[fmt](d)
+def format_diff(d: Diff, fmt: str, width: int | None = None) -> str:
+    """`text` (fitted to `width`), `json` or `markdown`."""
+    if fmt == "text":
+        return format_diff_text(d, width)
+    return format_diff_json(d) if fmt == "json" else format_diff_markdown(d)

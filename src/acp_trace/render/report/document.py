@@ -69,13 +69,20 @@ class Image:
 
 
 @dataclass(frozen=True)
+class Bullets:
+    """A list of items of plain text (each one line): a Markdown `- ` list, an HTML `<ul>`."""
+
+    items: list[str]
+
+
+@dataclass(frozen=True)
 class Code:
     """A block of literal text, such as a command line."""
 
     text: str
 
 
-Block = Heading | Paragraph | Table | Image | Code
+Block = Heading | Paragraph | Table | Image | Bullets | Code
 
 
 # ---------------------------------------------------------------- Markdown
@@ -148,6 +155,8 @@ def to_markdown(blocks: list[Block]) -> str:
             out.append(md_text(b.text))
         elif isinstance(b, Table):
             out.append("\n".join(_md_table(b)))
+        elif isinstance(b, Bullets):
+            out.append("\n".join("- " + md_text(item) for item in b.items))
         elif isinstance(b, Image):
             out.append(
                 f"> **Chart: {md_text(b.alt)}**: the file `{b.file}` beside this report "
@@ -201,6 +210,8 @@ def _html_block(b: Block, images: dict[str, bytes]) -> str:
         return f"<p>{_h(b.text)}</p>"
     if isinstance(b, Table):
         return _html_table(b)
+    if isinstance(b, Bullets):
+        return "<ul>\n" + "".join(f"<li>{_h(item)}</li>\n" for item in b.items) + "</ul>"
     if isinstance(b, Image):
         data = images.get(b.file)
         if data is None:

@@ -43,7 +43,7 @@ def gap_rows(a: Analysis, skipped: pl.DataFrame) -> pl.DataFrame:
                 "agent_version": version,
                 "source": source,
                 "replays": part.height,
-                "outcomes": ", ".join(f"{o} {n}" for o, n in counts),
+                "outcomes": ", ".join(f"{o} {n:,}" for o, n in counts),
                 "traces": part["trace"].n_unique(),
                 "protocol": _protocols(part["protocol"]),
                 "p50": _quantile(values, 50),
@@ -177,9 +177,11 @@ def headline(ctx: Context) -> str:
         return text + "."
     counts = a.replays["outcome"].value_counts(sort=True, name="n").rows()
     agents = a.replays.select("agent", "agent_version").unique().height
+    requests = a.replays.select("trace", "request_id").n_unique()
     text = (
-        f"{a.replays.height:,} replays of {agents} agent {plural(agents, 'version')}; outcomes: "
-        + ", ".join(f"{o} {n}" for o, n in counts)
+        f"{a.replays.height:,} {plural(a.replays.height, 'replay')} (one per session, children "
+        f"included) in {requests:,} replaying {plural(requests, 'request')} of {agents:,} agent "
+        f"{plural(agents, 'version')}; outcomes: " + ", ".join(f"{o} {n:,}" for o, n in counts)
     )
     if gaps.height:
         g = gaps.sort("gap_ms", descending=True).row(0, named=True)

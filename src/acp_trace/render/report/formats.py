@@ -1,4 +1,10 @@
-"""Machine formats: JSON, CSV and JUnit XML renderings of the analysis tables."""
+"""Machine formats: JSON, CSV and JUnit XML renderings of the analysis tables.
+
+CSV is data: every cell exactly as in the JSON and Parquet outputs (`@scope/agent` stays
+`@scope/agent`, so the three join), unless `spreadsheet` is asked for (`--spreadsheet`, and
+the report's replays.csv, which is handed to people who open it in a spreadsheet): then a
+cell that a spreadsheet would run as a formula gets a leading `'` (`render.escape.csv_safe`).
+One CSV holds one table (polars, DuckDB and spreadsheets read one header)."""
 
 from __future__ import annotations
 
@@ -48,32 +54,38 @@ def to_json(value: Any) -> str:
     return json_safe(json_bytes(value, indent=True).decode())
 
 
-def to_csv(df: pl.DataFrame) -> str:
-    """CSV of the flat columns: floats rounded, cells safe from formula injection."""
-    flat = df.select([c for c, t in df.schema.items() if not isinstance(t, pl.List | pl.Struct)])
+def to_csv(df: pl.DataFrame, *, spreadsheet: bool = False) -> str:
+    """CSV of the flat columns, floats rounded: every cell as it is (data), or with cells that
+    start like a formula neutralized (`spreadsheet`)."""
+    flat = rounded(
+        df.select([c for c, t in df.schema.items() if not isinstance(t, pl.List | pl.Struct)])
+    )
     buf = io.StringIO()
-    csv_safe(rounded(flat)).write_csv(buf)
+    (csv_safe(flat) if spreadsheet else flat).write_csv(buf)
     return buf.getvalue()
 
 
-def frame(df: pl.DataFrame, fmt: str, width: int | None = None) -> str:
+def frame(
+    df: pl.DataFrame, fmt: str, width: int | None = None, *, spreadsheet: bool = False
+) -> str:
     """One table as `table` (aligned text, fitted to `width`), `json` (an array of objects) or
-    `csv`."""
+    `csv` (exact, or safe for a spreadsheet)."""
     if fmt == "table":
         return format_table(df, width=width)
     if fmt == "json":
         return to_json(rows_json(df))
     if fmt == "csv":
-        return to_csv(df)
+        return to_csv(df, spreadsheet=spreadsheet)
     raise UsageError(f"--format {fmt}: expected table, json or csv")
 
 
 def frames(tables: dict[str, pl.DataFrame], fmt: str) -> str:
-    """Several tables: one JSON object keyed by name, or CSV sections with a `# name` line."""
+    """Several tables: one JSON object keyed by name, or text tables each under its name. CSV
+    holds one table: name it (UsageError)."""
     if fmt == "json":
         return to_json({k: rows_json(v) for k, v in tables.items()})
     if fmt == "csv":
-        return "".join(f"# {name}\n{frame(df, 'csv')}" for name, df in tables.items())
+        raise UsageError(f"--format csv holds one table: choose one of {', '.join(tables)}")
     return "".join(f"{name}\n{frame(df, fmt)}\n" for name, df in tables.items())
 
 

@@ -114,12 +114,8 @@ def latency(ctx: Context) -> list[Block]:
         for r in shown.iter_rows(named=True)
     ]  # fmt: skip
     blocks += [ctx.table(LATENCY_COLUMNS, rows, {3, 4, 5, 6, 7, 8}), *more]
-    order = {name: i for i, name in enumerate(PHASES)}
-    phases = turn_phases(a.turns, "agent").filter(pl.col("count") > 0)
+    phases = turn_phases(a.turns, "agent").filter(pl.col("count") > 0)  # in time order
     if phases.height:
-        phases = phases.sort(
-            pl.col("phase").replace_strict(order, return_dtype=pl.Int64), "agent", "agent_version"
-        )
         rows = [
             [PHASES[r["phase"]], r["agent"], r["agent_version"], r["count"], r["p50_ms"],
              r["p90_ms"], r["max_ms"]]
@@ -196,9 +192,16 @@ def replays(ctx: Context) -> list[Block]:
     return [*blocks, ctx.table(REPLAY_COLUMNS, rows, {0, 2, 10}), *more]
 
 
+# Columns of the replays table that hold text the agent wrote (its stderr lines): a report
+# names agents, sessions, timings and phases, never what a message or a log line said.
+CONTENT_COLUMNS = ("last_stderr_in_gap",)
+
+
 def replays_csv_frame(ctx: Context) -> pl.DataFrame:
-    """Every replay for replays.csv: the replays table with the gap, traces named short."""
+    """Every replay for replays.csv: the replays table with the gap, traces named short,
+    without the agent's own words (CONTENT_COLUMNS)."""
     df = replay_rows(ctx).with_columns(pl.col("trace").replace(ctx.names))
+    df = df.drop(CONTENT_COLUMNS, strict=False)
     floats = [c for c, t in df.schema.items() if t == pl.Float64]
     # the tap stamps nanoseconds: six decimals of a millisecond, no float noise
     return df.with_columns(pl.col(floats).round(6)).rename({"source": "gap_source"})

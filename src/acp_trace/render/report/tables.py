@@ -1,6 +1,11 @@
 """Tables for a terminal, drawn with rich: aligned columns that fit a width, numbers on the
 right, headers that say their unit, trace text escaped. No colour unless asked for.
 
+Ids and names (sessions, agents, methods, rule ids, traces) are never split over lines: to
+fit a terminal they are shortened in the middle with an ellipsis (`@agentc…claude-agent-acp`),
+both ends kept, since both tell ids apart; with no width (output that is no terminal) nothing
+is shortened or wrapped, and `--format json|csv` and `--wide` keep every value whole.
+
 `table(df)` builds a rich Table of any analysis table; `to_text(renderable, width)` renders it
 (plain text, lines without trailing blanks). `replays_table` is the `acp-trace replays` view:
 the columns a person reads first, slowest response first.
@@ -15,6 +20,7 @@ from typing import Any
 
 import polars as pl
 from rich import box
+from rich.cells import cell_len
 from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -26,7 +32,8 @@ from acp_trace.render.escape import terminal
 # A header rule of `-` and no other lines: pastes into an issue or a commit message as it is.
 RULE = box.Box("    \n    \n -- \n    \n    \n    \n    \n    \n", ascii=True)
 UNLIMITED = 100_000  # the width of a table that is not fitted to a terminal
-FOLD_LEAST = 4  # the narrowest a wrapping column gets
+FOLD_LEAST = 8  # the narrowest a shortened name column gets (`@ag…acp`)
+ELLIPSIS = "…"
 OUTCOME_STYLES = {
     "complete": "green",
     "v1_loaded": "green",
@@ -72,12 +79,16 @@ def table(
     width: int | None = None,
 ) -> Table:
     """A rich Table of `columns` (default: all) of `df`, numbers right-aligned, headers that
-    wrap at spaces. To fit `width`, the `fold` columns (long names: trace, agent, session)
-    wrap over several lines, each keeping a readable share; the others keep their width."""
+    wrap at spaces. To fit `width`, the `fold` columns (ids and names: trace, agent, session,
+    method, rule) are shortened in the middle with an ellipsis, each keeping a readable share;
+    the others keep their width. No cell is ever split over lines."""
     columns = list(columns or df.columns)
     labels = {name: (labels or {}).get(name, label(name)) for name in columns}
     cells = {name: [cell(v) for v in df[name]] for name in columns}
     widths = _fold_widths(cells, labels, [c for c in columns if c in fold], width)
+    for name, size in widths.items():
+        if name in fold:
+            cells[name] = [shorten(text, size) for text in cells[name]]
     grid = Table(
         box=RULE, show_edge=False, pad_edge=False, padding=(0, 1, 0, 0), header_style="bold"
     )
@@ -85,7 +96,7 @@ def table(
         grid.add_column(
             labels[name],
             justify="right" if df.schema[name].is_numeric() else "left",
-            overflow="fold",
+            overflow="fold",  # a header's long word; cells are never split (`_styled`)
             width=widths.get(name),
         )
     for number in range(df.height):
@@ -93,19 +104,47 @@ def table(
     return grid
 
 
+def shorten(text: str, size: int) -> str:
+    """`text` in at most `size` terminal cells: whole when it fits, else its start, an
+    ellipsis and its end (the end gets the larger part: ids and file names differ there)."""
+    if cell_len(text) <= size:
+        return text
+    if size <= 1:
+        return ELLIPSIS[:size]
+    head_size = (size - 1) // 3
+    head = _fit(text, head_size)
+    tail = _fit(text[::-1], size - 1 - cell_len(head))[::-1]
+    return head + ELLIPSIS + tail
+
+
+def _fit(text: str, size: int) -> str:
+    """The longest start of `text` that takes at most `size` terminal cells."""
+    out = ""
+    for char in text:
+        if cell_len(out + char) > size:
+            break
+        out += char
+    return out
+
+
 def _natural(values: list[str], header: str) -> int:
     """The least width a column wants: its longest cell, or its header's longest word."""
-    return max([len(v) for v in values] + [len(w) for w in header.split()] + [1])
+    return max([cell_len(v) for v in values] + [len(w) for w in header.split()] + [1])
 
 
 def _fold_widths(
     cells: dict[str, list[str]], labels: dict[str, str], fold: list[str], width: int | None
 ) -> dict[str, int]:
-    """Column widths that fit `width`, or {} when the table fits as it is. The other columns
-    keep their longest cell (their headers wrap at spaces); the fold columns share the room
-    left: the shorter ones whole, the longer ones an equal share each (water filling)."""
-    room = (width or UNLIMITED) - 2 * (len(cells) - 1)
-    whole = sum(max([len(labels[n])] + [len(v) for v in values]) for n, values in cells.items())
+    """Column widths that fit `width`, or {} when the table fits as it is (or `width` is None).
+    The other columns keep their longest cell (their headers wrap at spaces); the fold columns
+    share the room left: the shorter ones whole, the longer ones an equal share each (water
+    filling), never narrower than FOLD_LEAST."""
+    if width is None:
+        return {}
+    room = width - 2 * (len(cells) - 1)
+    whole = sum(
+        max([len(labels[n])] + [cell_len(v) for v in values]) for n, values in cells.items()
+    )
     if whole <= room:
         return {}
     natural = {name: _natural(values, labels[name]) for name, values in cells.items()}
@@ -121,13 +160,20 @@ def _fold_widths(
             continue
         widths.update({name: share for name in left})
         widths[left[-1]] += max(0, room - share * len(left))  # the rounding, to the longest
-        break
+        return widths
+    for name in cells:  # room to spare: headers on one line, from the left
+        grow = min(max(0, room), len(labels[name]) - widths[name])
+        if grow > 0:
+            widths[name] += grow
+            room -= grow
     return widths
 
 
 def _styled(name: str, value: Any) -> Text:
+    """A cell on one line (an ellipsis at its end if a column is narrower still)."""
     text = cell(value)
-    return Text(text, style=OUTCOME_STYLES.get(text, "")) if name == "outcome" else Text(text)
+    style = OUTCOME_STYLES.get(text, "") if name == "outcome" else ""
+    return Text(text, style=style, no_wrap=True, overflow="ellipsis")
 
 
 def to_text(renderable: RenderableType, width: int | None = None, *, color: bool = False) -> str:
@@ -172,6 +218,18 @@ def replays_view(replays: pl.DataFrame) -> pl.DataFrame:
     return replays.with_columns(gap).sort(
         "response_ms", descending=True, nulls_last=True, maintain_order=True
     )
+
+
+def replays_data(replays: pl.DataFrame, untimed: Sequence[str] = ()) -> pl.DataFrame:
+    """`replays --format json|csv` and the report's replays.csv: every column the replays
+    table has, rows in trace order, with the gap (`gap_ms`; `gap_source`: `marker` or
+    `last_history`, null where no gap was measured) added when the table lacks them."""
+    if {"gap_ms", "gap_source"} <= set(replays.columns):
+        return replays
+    from acp_trace.render.plots.gap import with_gap
+
+    extra = with_gap(replays.drop("gap_ms", "gap_source", strict=False), untimed)
+    return extra.rename({"source": "gap_source"})
 
 
 def replay_columns(

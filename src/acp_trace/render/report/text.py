@@ -18,12 +18,18 @@ from acp_trace.render.report.tables import ms, plural, table, to_text
 
 
 def format_table(
-    df: pl.DataFrame, columns: Sequence[str] | None = None, width: int | None = None
+    df: pl.DataFrame,
+    columns: Sequence[str] | None = None,
+    width: int | None = None,
+    *,
+    fold: Sequence[str] | None = None,
 ) -> str:
     """An aligned text table (a rule under the header, no other lines: it pastes into issues),
-    fitted to `width` columns (None: as wide as its content) by wrapping its text columns."""
-    text = [c for c in columns or df.columns if not df.schema[c].is_numeric()]
-    return to_text(table(df, columns, fold=text, width=width), width)
+    fitted to `width` columns (None: as wide as its content) by shortening its `fold` columns
+    (default: every text column) with an ellipsis."""
+    if fold is None:
+        fold = [c for c in columns or df.columns if not df.schema[c].is_numeric()]
+    return to_text(table(df, columns, fold=fold, width=width), width)
 
 
 def format_summary(summary: pl.DataFrame, skipped: pl.DataFrame | None = None) -> str:
@@ -203,7 +209,7 @@ def format_timeline(
     agent's stderr lines inside its replay windows (stderr names no session)."""
     rows = tl.filter(pl.col("kind") != "header")
     if session:
-        inside = _stderr_in_windows(rows, windows, session)
+        inside = _stderr_in_windows(rows, windows, session) + _window_bounds(windows, session)
         rows = rows.filter((pl.col("session") == session) | pl.col("row").is_in(inside))
     seq_width = max(3, len(str(rows["seq"].max() or 0)))
     head = f"{'t ms':>10}{'':7}{'seq':>{seq_width}}  message [session]\n"
@@ -217,6 +223,18 @@ def format_timeline(
             out += [f"\n== {terminal(current)}\n", head]
         out += marks.lines(r, pad, seq_width, replays_only)
     return "".join(out)
+
+
+def _window_bounds(windows: list[Any], session: str) -> list[int]:
+    """The request and end rows of the replay windows that cover `session`: a child's own
+    lines are inside its parent's window, whose bars they need."""
+    return [
+        row
+        for w in windows
+        if w.replaying and session in w.sessions
+        for row in (w.req_row, w.end_row)
+        if row is not None
+    ]
 
 
 def _stderr_in_windows(rows: pl.DataFrame, windows: list[Any], session: str) -> list[int]:
