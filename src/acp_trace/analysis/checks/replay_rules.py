@@ -42,11 +42,18 @@ def marker_missing(ctx: Context) -> Iterator[Finding]:
             tail = (
                 f"; a marker came only after it, at {ctx.seq(after)}" if after is not None else ""
             )
+            if stats.vendor_row is not None and w.v2:
+                tail += (
+                    f"; the vendor end-of-replay event {stats.vendor_path} came at "
+                    f"{ctx.seq(stats.vendor_row)} (not a marker in v2: the gap is measured "
+                    "from it)"
+                )
+            expected = "replay_complete" if w.v2 else f"--marker-meta event {ctx.facts.named}"
             yield ctx.at(
                 "marker-missing",
                 w.end_row,
                 stats.session,
-                f"{ctx.describe(w)} got {_response(ctx, w)} with no replay_complete on "
+                f"{ctx.describe(w)} got {_response(ctx, w)} with no {expected} on "
                 f"{stats.session} before it; expected the marker after the last replayed "
                 f"update ({stats.history_updates} history updates) and before the response{tail}",
             )

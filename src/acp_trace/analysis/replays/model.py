@@ -95,3 +95,4 @@ class Facts:
     markers: list[MarkerFact] = field(default_factory=list)
     concurrent: list[tuple[int, int]] = field(default_factory=list)  # (request row, window)
     load_after: list[tuple[int, list[int]]] = field(default_factory=list)  # (window, rows)
+    named: str | None = None  # the event --marker-meta names, as messages show it

@@ -31,6 +31,7 @@ def collect(tl: pl.DataFrame, *, marker_meta: str | None = None) -> Facts:
     msgs = tl["msg"]
     rows = named_rows(pass_rows(tl))
     events = registry(marker_meta)
+    facts.named = events[0].label if marker_meta else None
     for _trace, trace_rows in groupby(rows, key=itemgetter("trace")):
         _Pass(facts, msgs, events).run(trace_rows)
     return facts
