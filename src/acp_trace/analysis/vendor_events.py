@@ -112,9 +112,10 @@ def parse(text: str) -> VendorEvent:
         return VendorEvent(path)
     try:
         value = loads_exact(raw)
-    except ValueError as exc:
+    except ValueError:
         raise UsageError(
-            f"--marker-meta {text!r}: the value after '=' must be JSON (true, 1, \"done\"): {exc}"
+            f"--marker-meta {text!r}: the value {raw!r} after '=' is not JSON "
+            '(write true, 1, "done" or an object)'
         ) from None
     return VendorEvent(path, value, True)
 
