@@ -161,6 +161,12 @@ def as_dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def is_air_event(update: Any) -> bool:
+    """A `params.update` that carries `_meta.jetbrains.air.loadReplayEnd = true`."""
+    meta = as_dict(as_dict(update).get("_meta"))
+    return as_dict(as_dict(meta.get("jetbrains")).get("air")).get("loadReplayEnd") is True
+
+
 def air_opted_in(params: Any) -> bool:
     """An initialize request's params advertise `_meta.jetbrains.air` with an integer
     `version` >= 1 and `loadReplayEnd` among its `capabilities`, in `clientCapabilities` (v1)

@@ -49,6 +49,15 @@ def mock(
         float, typer.Option(help="Seconds to wait for the client's answer to an agent request.")
     ] = 60.0,
     list_faults: Annotated[bool, typer.Option("--list-faults", help="List faults, exit.")] = False,
+    air: Annotated[
+        bool,
+        typer.Option(
+            "--air",
+            help="To a client that advertises JetBrains AIR's loadReplayEnd capability, end "
+            "each load's or replaying resume's replay with claude-agent-acp's end-of-replay "
+            "event (when the recording has none).",
+        ),
+    ] = False,
 ) -> None:
     """Serve a recorded agent on stdin/stdout, at its recorded pace, with the client's ids."""
     from acp_trace.errors import UsageError
@@ -71,6 +80,7 @@ def mock(
         gap=gap,
         seed=seed,
         answer_timeout=answer_timeout,
+        air=air,
     )
     code = run_mock(prepare(options), sys.stdin.buffer, sys.stdout.buffer, sys.stderr.buffer)
     sys.stdout.flush()
