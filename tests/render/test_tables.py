@@ -64,7 +64,8 @@ def test_a_table_fits_by_folding_the_long_columns() -> None:
 
 
 def test_replays_view_sorts_slowest_first_and_keeps_a_request_together() -> None:
-    """Rows by response time, slowest first, no response last; a request's rows in order."""
+    """Rows by response time, slowest first, no response last; a request's rows in order;
+    `gap_ms` as the table has it."""
     replays = pl.DataFrame(
         {
             "trace": ["t"] * 4,
@@ -73,6 +74,7 @@ def test_replays_view_sorts_slowest_first_and_keeps_a_request_together() -> None
             "response_ms": [10.0, 10.0, None, 50.0],
             "marker_to_response_ms": [1.0, 2.0, None, None],
             "last_history_to_response_ms": [3.0, 4.0, None, 7.0],
+            "gap_ms": [1.0, 2.0, None, 7.0],  # the replays table's own
         }
     )
     view = replays_view(replays)

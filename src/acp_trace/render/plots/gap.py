@@ -60,8 +60,9 @@ def source_text(source: str) -> str:
 HEADING = "Replay gap: end of the replayed history → response"
 X_LABEL = "gap (ms)"
 SUBTITLE = (
-    "from the replay_complete marker to the response; in lanes marked “no marker”,\n"
-    "from a vendor end-of-replay event, else the last replayed history update, to the response"
+    "from the replay_complete marker to the response;\n"
+    "in lanes marked “no marker”, from the vendor event the lane names,\n"
+    "else from the last replayed history update"
 )
 PERCENTILE_STYLE = {50: "-", 90: "--", 99: ":"}
 MIN_REPLAYS = {50: 4, 90: 10, 99: 100}  # below this, the percentile is (nearly) the max
