@@ -5,7 +5,7 @@ tests/peers/install_peers.sh into $ACP_TRACE_CACHE or ~/.cache/acp-trace) with 2
 fabricated histories, in a loopback-only network namespace and a mount namespace where the fake
 cwd /home/user/project exists, with HOME under /tmp/acp-trace-samples; and the demo agent,
 correct and with each fault. The header's `command` and `cwd` are rewritten to portable
-values, and the script refuses to keep a trace that names this machine's home, user or host.
+values (and the peers' install folder in stderr lines), and the script refuses to keep a trace that names this machine's home, user or host.
 Needs root (unshare), node and npm for the real agents.
 """
 
@@ -65,6 +65,8 @@ class Sample:
     client: tuple[str, ...] = ("--session", "sess_demo")
     ok_exit: tuple[int, ...] = (0,)
     extra: dict[str, str] = field(default_factory=dict)
+    peer_client: tuple[str, ...] = ()  # more demo-client options for a real agent
+    resumes: int = 1  # a real agent's resumes or loads
 
 
 PEERS = [
@@ -96,6 +98,26 @@ PEERS = [
         "per-phase timings",
         2,
         "claude-agent-acp",
+    ),
+    Sample(
+        "claude-agent-acp-v1-load-air",
+        "claude-agent-acp 0.101.0: two v1 loads for a client that asks for JetBrains AIR's "
+        "`loadReplayEnd`: each ends its replay with the vendor event, the load's marker "
+        "(`marker_ms`, `gap_source` marker); the first response comes seconds later (the "
+        "Claude Code CLI starts), the second at once",
+        1,
+        "claude-agent-acp",
+        peer_client=("--air",),
+        resumes=2,
+    ),
+    Sample(
+        "claude-agent-acp-v2-resume-air",
+        "claude-agent-acp 0.101.0: v2 resume from the start for a client that asks for "
+        "JetBrains AIR's `loadReplayEnd`: no replay_complete (`unmarked`), the gap measured "
+        "from the vendor event (`gap_source` vendor:jetbrains.air.loadReplayEnd)",
+        2,
+        "claude-agent-acp",
+        peer_client=("--air",),
     ),
 ]
 DEMO = [
@@ -198,8 +220,10 @@ def make_peer(sample: Sample, out: Path) -> str:
         sid=PEER_SID,
         cwd=FAKE_CWD,
         protocol=sample.protocol,
+        resumes=sample.resumes,
         trace=out,
         wrap=WITH_FAKE_CWD,
+        client_args=sample.peer_client,
     )
     if run.client_exit != 0 or run.same_bytes() != (True, True):
         raise SystemExit(f"{sample.name}: exit {run.client_exit}: {run.client_output}")
@@ -209,7 +233,10 @@ def make_peer(sample: Sample, out: Path) -> str:
     )
     return (
         f"{home} netns-run.sh acp-trace demo-client --protocol {sample.protocol} "
-        f"--session {PEER_SID} --cwd {FAKE_CWD} -- acp-trace record -o {out.name} -- "
+        f"--session {PEER_SID} --cwd {FAKE_CWD}"
+        + (f" --resumes {sample.resumes}" if sample.resumes != 1 else "")
+        + "".join(f" {arg}" for arg in sample.peer_client)
+        + f" -- acp-trace record -o {out.name} -- "
         f"{shown(peerlib.command(sample.peer))}  # history: {PEER_TURNS} turns"
     )
 
@@ -219,6 +246,13 @@ def fix_header(path: Path, command: list[str]) -> None:
     first, rest = path.read_bytes().split(b"\n", 1)
     head = orjson.loads(first)
     head.update(command=command, cwd=FAKE_CWD)
+    # an agent's stderr may name where it is installed (claude-agent-acp's failed
+    # `claude auth status`): written as the portable path, as in the header
+    cache, portable = str(peerlib.cache_root()).encode(), b"~/.cache/acp-trace/peers"
+    rest = b"\n".join(
+        line.replace(cache, portable) if b'"src":"stderr"' in line else line
+        for line in rest.split(b"\n")
+    )
     data = orjson.dumps(head) + b"\n" + rest
     host = socket.gethostname()
     secrets = {str(Path.home()), f"/{getpass.getuser()}/", str(HERE.parent)}

@@ -12,8 +12,14 @@ class TraceBuilder:
     """Accumulates the lines of one trace; `write(path)` saves it, `lines` shows it."""
 
     def __init__(
-        self, protocol: int | None = 2, agent: str = "test-agent", version: str = "1.0"
+        self,
+        protocol: int | None = 2,
+        agent: str = "test-agent",
+        version: str = "1.0",
+        capabilities: dict[str, Any] | None = None,
     ) -> None:
+        """`capabilities`: the client's initialize capabilities (v1 `clientCapabilities`,
+        v2 `capabilities`); none sent when None."""
         self.lines: list[bytes] = [
             orjson.dumps(
                 {
@@ -32,7 +38,11 @@ class TraceBuilder:
         self.next_id = 0
         if protocol is not None:
             info = "info" if protocol == 2 else "agentInfo"
-            rid = self.request("initialize", {"protocolVersion": protocol})
+            params: dict[str, Any] = {"protocolVersion": protocol}
+            if capabilities is not None:
+                holder = "capabilities" if protocol == 2 else "clientCapabilities"
+                params[holder] = capabilities
+            rid = self.request("initialize", params)
             self.response(
                 rid, {"protocolVersion": protocol, info: {"name": agent, "version": version}}
             )

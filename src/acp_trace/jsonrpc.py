@@ -55,6 +55,12 @@ MARKER_KIND = "replay_complete"
 BLOCKING_AGENT_REQUESTS = frozenset({"session/request_permission", "elicitation/create"})
 CANCEL_METHOD = "$/cancel_request"
 ACCEPTANCE_META_KEY = "executablemd.session-materialization/v1"
+# claude-agent-acp's end-of-replay event (protocol-notes.md): the `_meta` a client puts in its
+# initialize capabilities to ask for it, and the `_meta` of the session_info_update it sends.
+AIR_PATH = "jetbrains.air.loadReplayEnd"
+AIR_CAPABILITY = "loadReplayEnd"
+AIR_CLIENT_META = {"jetbrains": {"air": {"version": 1, "capabilities": [AIR_CAPABILITY]}}}
+AIR_EVENT_META = {"jetbrains": {"air": {"version": 1, "loadReplayEnd": True}}}
 
 # Error codes (protocol-notes.md).
 PARSE_ERROR = -32700
@@ -157,6 +163,31 @@ def as_dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def is_air_event(update: Any) -> bool:
+    """A `params.update` that carries `_meta.jetbrains.air.loadReplayEnd = true`."""
+    meta = as_dict(as_dict(update).get("_meta"))
+    return as_dict(as_dict(meta.get("jetbrains")).get("air")).get("loadReplayEnd") is True
+
+
+def air_opted_in(params: Any) -> bool:
+    """An initialize request's params advertise `_meta.jetbrains.air` with an integer
+    `version` >= 1 and `loadReplayEnd` among its `capabilities`, in `clientCapabilities` (v1)
+    or `capabilities` (v2) (claude-agent-acp 0.101.0's `dist/air-extension.js`)."""
+    for holder in ("clientCapabilities", "capabilities"):
+        caps = as_dict(as_dict(params).get(holder))
+        air = as_dict(as_dict(as_dict(caps.get("_meta")).get("jetbrains")).get("air"))
+        version = as_int(air.get("version"))
+        names = air.get("capabilities")
+        if (
+            version is not None
+            and version >= 1
+            and isinstance(names, list)
+            and AIR_CAPABILITY in names
+        ):
+            return True
+    return False
+
+
 def id_key(value: Any) -> str:
     """A canonical text for a JSON-RPC id that keeps its type and value exactly: `1` and `"1"`
     differ, and so do integers beyond 64 bits that differ in their last digit. It is the id's
@@ -164,6 +195,19 @@ def id_key(value: Any) -> str:
     if type(value) is int:  # not bool; exact at any size
         return str(value)
     return json_text(value)
+
+
+def cancelled_key(msg: str | bytes | None) -> str | None:
+    """The `id_key` of the request a `$/cancel_request` names (`params.requestId`), read with
+    every integer exact (an id beyond 64 bits stays itself), or None when it names none."""
+    try:
+        parsed = loads_exact(msg or "null")
+    except ValueError:
+        return None
+    params = parsed.get("params") if isinstance(parsed, dict) else None
+    if not isinstance(params, dict) or "requestId" not in params:
+        return None
+    return id_key(params["requestId"])
 
 
 def json_text(value: Any) -> str:

@@ -975,7 +975,7 @@ def test_rule_cases(
 def test_every_rule_has_a_breaking_case() -> None:
     """The case table breaks every rule of the registry at least once (the schema rules in
     test_schema.py)."""
-    broken = {rule for _, expected in CASES for rule in expected}
+    broken = {rule for _, expected in CASES + CASES_28 for rule in expected}
     assert broken == set(RULES) - {"schema-invalid", "caused-error"}
 
 
@@ -1044,3 +1044,340 @@ def test_damaged_trace_does_not_crash(tmp_path: Path) -> None:
     assert a.traces()["malformed"].to_list() == [3]
     allowed = {"orphan-response", "non-json-line", "schema-invalid"}
     assert set(a.findings()["rule"].to_list()) <= allowed
+
+
+# ---------------------------------------------------------------- issue 28: vendor events,
+# stable subagents, suggestions, the recorder's losses, ids beyond 64 bits
+
+AIR_CAPS = {"_meta": {"jetbrains": {"air": {"version": 1, "capabilities": ["loadReplayEnd"]}}}}
+AIR_EVENT = {"jetbrains": {"air": {"version": 1, "loadReplayEnd": True}}}
+
+
+def _air_load(b: TraceBuilder, event: bool = True, live_first: bool = False) -> None:
+    """A v1 load as claude-agent-acp 0.101.0 answers a client with the AIR capability."""
+    rid = b.load("s")
+    if live_first:
+        b.update("s", "available_commands_update", availableCommands=[])
+    b.update("s", "user_message_chunk", content={"type": "text", "text": "q"})
+    b.update("s", "agent_message_chunk", content={"type": "text", "text": "a"})
+    if event:
+        b.update("s", "session_info_update", _meta=AIR_EVENT)
+    b.response(rid, {})
+
+
+def air_v1_load_marked() -> TraceBuilder:
+    b = TraceBuilder(protocol=1, capabilities=AIR_CAPS)
+    _air_load(b)
+    _air_load(b)
+    return b
+
+
+def air_v1_live_before_event() -> TraceBuilder:
+    b = TraceBuilder(protocol=1, capabilities=AIR_CAPS)
+    _air_load(b, live_first=True)
+    return b
+
+
+def air_v1_promise_broken() -> TraceBuilder:
+    b = TraceBuilder(protocol=1, capabilities=AIR_CAPS)
+    _air_load(b)
+    _air_load(b, event=False)
+    return b
+
+
+def air_v1_never_sent() -> TraceBuilder:
+    b = TraceBuilder(protocol=1, capabilities=AIR_CAPS)
+    _air_load(b, event=False)
+    _air_load(b, event=False)
+    return b
+
+
+def air_v1_not_opted_in() -> TraceBuilder:
+    b = TraceBuilder(protocol=1)
+    _air_load(b)
+    _air_load(b, event=False)
+    return b
+
+
+def air_v1_event_outside_a_load() -> TraceBuilder:
+    b = TraceBuilder(protocol=1, capabilities=AIR_CAPS)
+    _new_session(b, "s")
+    b.update("s", "session_info_update", _meta=AIR_EVENT)
+    return b
+
+
+def air_v2_without_marker() -> TraceBuilder:
+    b = TraceBuilder(capabilities=AIR_CAPS)
+    rid = b.resume("s")
+    b.history("s", 1)
+    b.update("s", "session_info_update", _meta=AIR_EVENT)
+    b.state("s")
+    b.response(rid, {})
+    return b
+
+
+def air_v2_event_before_marker() -> TraceBuilder:
+    b = TraceBuilder(capabilities=AIR_CAPS)
+    rid = b.resume("s")
+    b.history("s", 1)
+    b.update("s", "session_info_update", _meta=AIR_EVENT)
+    b.marker("s")
+    b.state("s")
+    b.response(rid, {})
+    return b
+
+
+def air_meta_without_the_event() -> TraceBuilder:
+    """AIR metadata on a replayed tool call is not the end-of-replay event."""
+    b = TraceBuilder(protocol=1, capabilities=AIR_CAPS)
+    _air_load(b)
+    rid = b.load("s")
+    b.update("s", "tool_call", toolCallId="t", _meta={"jetbrains": {"air": {"commandTitle": "ls"}}})
+    b.update("s", "session_info_update", _meta=AIR_EVENT)
+    b.response(rid, {})
+    return b
+
+
+def _child_session(b: TraceBuilder) -> None:
+    _new_session(b, "p")
+    b.response(b.request("session/prompt", {"sessionId": "p", "prompt": []}), {})
+
+
+def child_update_before_announce() -> TraceBuilder:
+    b = TraceBuilder()
+    _child_session(b)
+    b.update("c", "usage_update", used=1)
+    b.update("c", "state_update", state="running")
+    b.update("p", "subagent_update", sessionId="c", title="helper")
+    return b
+
+
+def child_request_before_announce() -> TraceBuilder:
+    b = TraceBuilder()
+    _child_session(b)
+    pid = b.request("session/request_permission", {"sessionId": "c"}, src="agent")
+    b.response(pid, {"outcome": {"outcome": "cancelled"}}, src="client")
+    b.update("p", "subagent_update", sessionId="c")
+    return b
+
+
+def child_update_after_announce() -> TraceBuilder:
+    b = TraceBuilder()
+    _child_session(b)
+    b.update("p", "subagent_update", sessionId="c")
+    b.update("c", "usage_update", used=1)
+    b.update("p", "subagent_update", sessionId="c", title="renamed")
+    return b
+
+
+def child_unknown_kind_before_announce() -> TraceBuilder:
+    """claude-agent-acp's own kinds (no schema names them) are never flagged."""
+    b = TraceBuilder()
+    _child_session(b)
+    b.update("c", "subagent_spawned")
+    b.update("p", "subagent_state_update", subagentId="c")
+    b.update("c", "async_task_started")
+    b.update("p", "subagent_update", sessionId="c")
+    return b
+
+
+def live_on_never_announced_session() -> TraceBuilder:
+    b = TraceBuilder()
+    _child_session(b)
+    b.update("x", "usage_update", used=1)
+    return b
+
+
+def subagents_not_advertised() -> TraceBuilder:
+    b = TraceBuilder(protocol=1)
+    _child_session(b)
+    b.update("p", "subagent_update", sessionId="c")
+    b.update("p", "session_message", messageId="m")
+    return b
+
+
+def subagents_advertised() -> TraceBuilder:
+    b = TraceBuilder(protocol=1, capabilities={"subagents": {}})
+    _child_session(b)
+    b.update("p", "subagent_update", sessionId="c")
+    return b
+
+
+def subagents_advertised_null() -> TraceBuilder:
+    b = TraceBuilder(protocol=1, capabilities={"subagents": None})
+    _child_session(b)
+    b.update("p", "subagent_update", sessionId="c")
+    return b
+
+
+def suggestions_in_v1_load() -> TraceBuilder:
+    b = TraceBuilder(protocol=1)
+    rid = b.load("s")
+    b.update("s", "user_message_chunk", content={"type": "text", "text": "q"})
+    b.update("s", "prompt_suggestions_update", suggestions=[])
+    b.response(rid, {})
+    return b
+
+
+def suggestions_before_marker() -> TraceBuilder:
+    b = TraceBuilder()
+    rid = b.resume("s")
+    b.history("s", 1)
+    b.update("s", "prompt_suggestions_update", suggestions=[])
+    b.marker("s")
+    b.state("s")
+    b.response(rid, {})
+    return b
+
+
+def suggestions_after_marker() -> TraceBuilder:
+    b = TraceBuilder()
+    rid = b.resume("s")
+    b.history("s", 1)
+    b.marker("s")
+    b.update("s", "prompt_suggestions_update", suggestions=[])
+    b.state("s")
+    b.response(rid, {})
+    return b
+
+
+def suggestions_in_a_prompt_turn() -> TraceBuilder:
+    b = TraceBuilder(protocol=1)
+    _new_session(b, "s")
+    rid = b.request("session/prompt", {"sessionId": "s", "prompt": []})
+    b.update("s", "prompt_suggestions_update", suggestions=[])
+    b.response(rid, {"stopReason": "end_turn"})
+    return b
+
+
+def _marker_missing_with(
+    loss: Callable[[TraceBuilder], None], before: bool = False
+) -> TraceBuilder:
+    b = TraceBuilder()
+    if before:
+        loss(b)
+    rid = b.resume("s")
+    b.history("s", 1)
+    if not before:
+        loss(b)
+    b.state("s")
+    b.response(rid, {})
+    return b
+
+
+def _dropped(stream: str) -> Callable[[TraceBuilder], None]:
+    return lambda b: b.event("dropped", count=3, stream=stream) and None
+
+
+def _cut(b: TraceBuilder) -> None:
+    b.raw(
+        "agent", {"text": '{"jsonrpc":"2.0","method":"session/upd', "truncated": True, "bytes": 99}
+    )
+
+
+def marker_missing_records_dropped() -> TraceBuilder:
+    return _marker_missing_with(_dropped("agent"))
+
+
+def marker_missing_record_cut() -> TraceBuilder:
+    return _marker_missing_with(_cut)
+
+
+def marker_missing_stderr_dropped() -> TraceBuilder:
+    return _marker_missing_with(_dropped("stderr"))
+
+
+def marker_missing_dropped_before_window() -> TraceBuilder:
+    return _marker_missing_with(_dropped("agent"), before=True)
+
+
+CASES_28: list[tuple[Callable[[], TraceBuilder], dict[str, str]]] = [
+    (air_v1_load_marked, {}),
+    (air_v1_live_before_event, {"live-before-marker": "error"}),
+    (air_v1_promise_broken, {"marker-missing": "warning"}),
+    (air_v1_never_sent, {}),
+    (air_v1_not_opted_in, {}),
+    (air_v1_event_outside_a_load, {}),
+    (air_v2_without_marker, {"marker-missing": "error"}),
+    (air_v2_event_before_marker, {}),
+    (air_meta_without_the_event, {}),
+    (child_update_before_announce, {"child-update-before-announce": "error"}),
+    (child_request_before_announce, {"child-update-before-announce": "error"}),
+    (child_update_after_announce, {}),
+    (child_unknown_kind_before_announce, {}),
+    (live_on_never_announced_session, {}),
+    (subagents_not_advertised, {"subagents-not-advertised": "error"}),
+    (subagents_advertised, {}),
+    (subagents_advertised_null, {"subagents-not-advertised": "error"}),
+    (suggestions_in_v1_load, {"suggestions-in-replay": "warning"}),
+    (
+        suggestions_before_marker,
+        {"suggestions-in-replay": "warning", "live-before-marker": "error"},
+    ),
+    (suggestions_after_marker, {}),
+    (suggestions_in_a_prompt_turn, {}),
+    (marker_missing_records_dropped, {"marker-missing": "warning"}),
+    (marker_missing_record_cut, {"marker-missing": "warning"}),
+    (marker_missing_stderr_dropped, {"marker-missing": "error"}),
+    (marker_missing_dropped_before_window, {"marker-missing": "error"}),
+]
+
+
+@pytest.mark.parametrize(("build", "expected"), CASES_28, ids=[c[0].__name__ for c in CASES_28])
+def test_issue_28_cases(
+    tmp_path: Path, build: Callable[[], TraceBuilder], expected: dict[str, str]
+) -> None:
+    """The vendor-event, subagent, suggestion and loss cases yield exactly their rules."""
+    found = _findings(build(), tmp_path)
+    assert dict(found.select("rule", "severity").unique().iter_rows()) == expected
+
+
+def test_promise_broken_names_the_vendor_event(tmp_path: Path) -> None:
+    """The v1 marker-missing warning names the vendor event and where the agent first sent it."""
+    found = _findings(air_v1_promise_broken(), tmp_path)
+    message = found["message"][0]
+    assert "jetbrains.air.loadReplayEnd" in message and "opted in" in message
+    assert "at seq 6" in message  # the first load's event
+
+
+def test_child_update_before_announce_counts_and_points(tmp_path: Path) -> None:
+    """One finding per child, at its first early message, naming the announcement and the count."""
+    found = _findings(child_update_before_announce(), tmp_path)
+    row = found.row(0, named=True)
+    assert found.height == 1 and row["session"] == "c"
+    assert "usage_update" in row["message"] and "1 more" in row["message"]
+
+
+def test_loss_qualifies_marker_findings(tmp_path: Path) -> None:
+    """A marker finding in a window where the tap dropped records says how many and is a warning."""
+    found = _findings(marker_missing_records_dropped(), tmp_path)
+    message = found["message"][0]
+    assert "lost 3 records" in message and "3 dropped" in message and "made a warning" in message
+    cut = _findings(marker_missing_record_cut(), tmp_path)["message"][0]
+    assert "lost 1 records in this window (1 cut)" in cut
+
+
+def _raw_line(b: TraceBuilder, src: str, text: str) -> None:
+    """A record whose message is written as given (ids beyond 64 bits, which orjson refuses)."""
+    b.seq += 1
+    b.t_ns += 1_000_000
+    b.lines.append(f'{{"seq": {b.seq}, "t_ns": {b.t_ns}, "src": "{src}", "msg": {text}}}'.encode())
+
+
+@pytest.mark.parametrize(("cancelled", "expected"), [(0, True), (1, False)])
+def test_cancel_of_a_big_integer_id_is_exact(
+    tmp_path: Path, cancelled: int, expected: bool
+) -> None:
+    """A $/cancel_request names a request id beyond 64 bits exactly: the id one more is
+    another request (a float would merge the two)."""
+    big = 2**70
+    b = TraceBuilder()
+    _raw_line(b, "client", f'{{"jsonrpc": "2.0", "id": {big}, "method": "session/prompt"}}')
+    cancel = f'{{"requestId": {big + cancelled}}}'
+    _raw_line(
+        b, "client", f'{{"jsonrpc": "2.0", "method": "$/cancel_request", "params": {cancel}}}'
+    )
+    found = _findings(b, tmp_path)
+    assert ("cancel-unanswered" in set(found["rule"])) is expected
+    if expected:
+        assert str(big) in found.filter(pl.col("rule") == "cancel-unanswered")["message"][0]

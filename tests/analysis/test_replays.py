@@ -353,7 +353,8 @@ def test_marker_meta_on_a_history_kind_is_a_marker_not_history(tmp_path: Path, h
 
 
 def test_marker_meta_does_not_mark_v2(tmp_path: Path) -> None:
-    """On a v2 connection the --marker-meta key marks nothing: the update counts as its kind."""
+    """On a v2 connection the --marker-meta event marks nothing (replay_complete does), and is
+    neither history nor live: it is the vendor event, its time `vendor_marker_ms`."""
     b = TraceBuilder()
     rid = b.resume("s", dt=0)
     b.update("s", "user_message", dt=5, messageId="m", _meta={"vendor.end": True})
@@ -361,7 +362,8 @@ def test_marker_meta_does_not_mark_v2(tmp_path: Path) -> None:
     b.state("s")
     b.response(rid, {})
     row = _replays(b, tmp_path, marker_meta="vendor.end").row(0, named=True)
-    assert (row["outcome"], row["marker_ms"], row["history_updates"]) == ("complete", 10.0, 1)
+    assert (row["outcome"], row["marker_ms"], row["history_updates"]) == ("complete", 10.0, 0)
+    assert (row["vendor_marker_ms"], row["gap_source"], row["gap_ms"]) == (5.0, "marker", 2.0)
 
 
 def test_marker_meta_rules_apply_to_v1_loads(tmp_path: Path) -> None:

@@ -84,7 +84,8 @@ def test_unknown_columns_are_refused_with_the_names(cli: Cli, tmp_path: Path) ->
         "acp-trace: --columns speed: no such column; the columns are trace, "
     )
     assert result.err.rstrip().endswith(
-        "live_updates, stderr_lines_in_gap, last_stderr_in_gap, gap_ms"
+        "gap_ms, gap_source, history_updates, history_bytes, live_updates, "
+        "stderr_lines_in_gap, last_stderr_in_gap"
     )
 
 

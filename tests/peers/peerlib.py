@@ -151,10 +151,13 @@ def record(
     trace: Path | None = None,
     timeout: float = 240,
     wrap: tuple[str, ...] = (),
+    client_args: tuple[str, ...] = (),
 ) -> Run:
     """Run demo-client -> acp-trace record -> tee_agent -> the peer, all in a loopback netns.
 
-    `wrap` is a command prefix around the whole chain (make_samples.py uses a mount namespace).
+    `wrap` is a command prefix around the whole chain (make_samples.py uses a mount namespace);
+    `client_args` are more demo-client options (`--air`: ask for claude-agent-acp's
+    end-of-replay event).
     """
     files = root / "capture"
     files.mkdir(parents=True, exist_ok=True)
@@ -181,6 +184,7 @@ def record(
         str(run.client_received),
         "--save-sent",
         str(run.client_sent),
+        *client_args,
     ]
     tap = [*acp, "record", "-o", str(run.trace), "--", *tee, "--", *command(name)]
     done = subprocess.run(

@@ -86,7 +86,8 @@ def test_shorten_keeps_both_ends_in_the_cells_given(text: str, size: int, expect
 
 
 def test_replays_view_sorts_slowest_first_and_keeps_a_request_together() -> None:
-    """Rows by response time, slowest first, no response last; a request's rows in order."""
+    """Rows by response time, slowest first, no response last; a request's rows in order;
+    `gap_ms` as the table has it."""
     replays = pl.DataFrame(
         {
             "trace": ["t"] * 4,
@@ -95,6 +96,7 @@ def test_replays_view_sorts_slowest_first_and_keeps_a_request_together() -> None
             "response_ms": [10.0, 10.0, None, 50.0],
             "marker_to_response_ms": [1.0, 2.0, None, None],
             "last_history_to_response_ms": [3.0, 4.0, None, 7.0],
+            "gap_ms": [1.0, 2.0, None, 7.0],  # the replays table's own
         }
     )
     view = replays_view(replays)

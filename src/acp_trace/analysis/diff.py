@@ -150,7 +150,7 @@ def parse_threshold(text: str) -> tuple[float | None, float | None]:
 
 def _gaps(replays: pl.DataFrame) -> pl.DataFrame:
     """(agent, version, method, ms): the gap of every replay that has one."""
-    gap = pl.coalesce("marker_to_response_ms", "last_history_to_response_ms")
+    gap = pl.col("gap_ms")  # from the marker, else a vendor event, else the last history
     return replays.select(
         pl.col("agent").fill_null("unknown agent"),
         pl.col("agent_version").fill_null("?").alias("version"),

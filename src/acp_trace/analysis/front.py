@@ -14,6 +14,7 @@ from acp_trace.analysis import checks, latency, phases
 from acp_trace.analysis.replays import Facts, collect, replays_table
 from acp_trace.analysis.timeline import timeline as build_timeline
 from acp_trace.analysis.timeline import untimed_traces
+from acp_trace.analysis.vendor_events import registry
 from acp_trace.errors import UsageError
 from acp_trace.trace.reader import headers, read_trace, skipped_inputs
 
@@ -31,13 +32,16 @@ class Analysis:
         default_factory=dict, init=False, repr=False, compare=False
     )
 
+    def __post_init__(self) -> None:
+        registry(self.marker_meta)  # a bad --marker-meta is a UsageError before any work
+
     @cached_property
     def timeline(self) -> pl.DataFrame:
         return build_timeline(self.records, marker_meta=self.marker_meta)
 
     @cached_property
     def facts(self) -> Facts:
-        return collect(self.timeline, v1_markers=self.marker_meta is not None)
+        return collect(self.timeline, marker_meta=self.marker_meta)
 
     @cached_property
     def replays(self) -> pl.DataFrame:
@@ -120,6 +124,7 @@ def analyze(
     """Read traces (or take a records DataFrame) and return their lazy Analysis. `workers`
     reads in that many processes (None: one per core when the input is large enough to gain
     from it; see `read_trace`): the result is the same."""
+    registry(marker_meta)  # options are checked before the input is read
     if isinstance(paths, pl.DataFrame):
         return Analysis(paths, marker_meta=marker_meta)
     records = read_trace(paths, fmt=fmt, progress=progress, workers=workers)

@@ -1,8 +1,8 @@
 """What the agent did during the gap: its stderr lines inside each replay's gap, and the phases
 they name (docs/analysis.md, "The gap, explained").
 
-The gap of a replay row runs from its session's marker (without one, its last history update)
-to the response, as `marker_to_response_ms` / `last_history_to_response_ms` do; the stderr
+The gap of a replay row runs from its session's marker (without one, a vendor end-of-replay
+event, else its last history update) to the response, as `gap_ms` does; the stderr
 lines *inside* it are those the tap recorded after that update and before the response (by
 record order, so ordering-only traces count too). A line names a phase when a pattern of the
 registry matches it: one per agent family, then a generic `NAME_ms=N` / `elapsed=Ns` fallback.
@@ -36,7 +36,7 @@ class Gap:
     session: str
     request_id: str | None
     req_row: int
-    start_row: int | None  # the marker, else the last history update
+    start_row: int | None  # the marker, else a vendor end-of-replay event, else the last history
     end_row: int | None  # the response
 
 
@@ -48,7 +48,7 @@ def gaps(facts: Facts) -> list[Gap]:
             continue
         end = w.end_row if w.end in ("response", "error") else None
         for stats in w.sessions.values():
-            start = stats.marker_row if stats.marker_row is not None else stats.last_history_row
+            start = stats.gap_origin()[0]
             out.append(Gap(w.trace, stats.session, w.request_id, w.req_row, start, end))
     return out
 
@@ -244,8 +244,7 @@ def stderr_between(
 def largest_phases(phases: pl.DataFrame, replays: pl.DataFrame) -> pl.DataFrame:
     """Per agent and version: the leaf phase with the most time inside a gap, that time, and
     the gap it was in (`phase`, `in_gap_ms`, `gap_ms`), for the report's gap table."""
-    gap_ms = pl.coalesce("marker_to_response_ms", "last_history_to_response_ms").alias("gap_ms")
-    keyed = replays.select("trace", "session", "request_id", "agent", "agent_version", gap_ms)
+    keyed = replays.select("trace", "session", "request_id", "agent", "agent_version", "gap_ms")
     joined = phases.filter(pl.col("leaf") & pl.col("in_gap_ms").is_not_null()).join(
         keyed, on=["trace", "session", "request_id"], how="inner", nulls_equal=True
     )

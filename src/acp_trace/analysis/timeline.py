@@ -4,7 +4,9 @@
 
 - `row`: position in the table (stable key for joins);
 - `t_ms`: `t_ns` in milliseconds (null for ordering-only imports);
-- `update_class`: `history`, `live`, `marker` or `unknown` for session/update rows;
+- `update_class`: `history`, `live`, `marker`, `vendor` (a vendor end-of-replay event,
+  `analysis/vendor_events.py`) or `unknown` for session/update rows;
+- `vendor_end`: the path of the vendor end-of-replay event a session/update carries, else null;
 - `peer_row`: for a response the row of its request, for a request the row of its response;
 - `request_method`: for a response, the method of the request it answers;
 - `latency_ms`: request to response, on both rows of a pair;
@@ -17,10 +19,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import polars as pl
 
+from acp_trace.analysis.vendor_events import VendorEvent, first_match, registry
 from acp_trace.jsonrpc import (
     HISTORY_KINDS,
     LIVE_KINDS,
@@ -50,8 +52,7 @@ def timeline(records: pl.DataFrame, *, marker_meta: str | None = None) -> pl.Dat
         (pl.col("t_ns") / 1e6).alias("t_ms"),
         _update_class_expr(),
     )
-    if marker_meta:
-        df = _mark_meta_markers(df, marker_meta)
+    df = _mark_vendor_events(df, registry(marker_meta))
     df = _attach(df, "row", _pairs(df))
     df = df.with_columns(
         pl.when(
@@ -107,28 +108,37 @@ def _update_class_expr() -> pl.Expr:
     )
 
 
-def has_meta_key(msg: Any, key: str) -> bool:
-    """True when a session/update carries `key` in `params._meta` or `params.update._meta`."""
-    params = msg.get("params") if isinstance(msg, dict) else None
-    if not isinstance(params, dict):
-        return False
-    update = params.get("update")
-    for holder in (params, update if isinstance(update, dict) else {}):
-        meta = holder.get("_meta")
-        if isinstance(meta, dict) and key in meta:
-            return True
-    return False
-
-
-def _mark_meta_markers(df: pl.DataFrame, key: str) -> pl.DataFrame:
-    """With --marker-meta KEY, a session/update whose `_meta` has KEY is a marker."""
+def _mark_vendor_events(df: pl.DataFrame, events: tuple[VendorEvent, ...]) -> pl.DataFrame:
+    """A session/update of the agent that carries a vendor end-of-replay event is of class
+    `vendor` (neither history nor live, whatever its kind; the replay pass decides where it
+    marks a replay), and `vendor_end` names the event's path. Only updates whose text holds an
+    event's last path segment are parsed."""
+    needles = sorted({e.needle for e in events})
     candidates = df.filter(
-        (pl.col("method") == "session/update") & pl.col("msg").str.contains(key, literal=True)
+        (pl.col("method") == "session/update")
+        & (pl.col("src") == "agent")
+        & pl.col("msg").str.contains_any(needles)
     )
-    rows = [r for r, m in candidates.select("row", "msg").rows() if has_meta_key(loads(m), key)]
+    found: dict[int, str] = {}
+    for row, msg in candidates.select("row", "msg").rows():
+        try:
+            event = first_match(events, loads(msg))
+        except ValueError:
+            continue
+        if event is not None:
+            found[row] = event.path
+    paths = pl.DataFrame(
+        {"row": list(found), "vendor_end": list(found.values())},
+        schema={"row": pl.UInt32, "vendor_end": pl.String},
+    )
+    df = (
+        _attach(df, "row", paths)
+        if found
+        else df.with_columns(pl.lit(None, dtype=pl.String).alias("vendor_end"))
+    )
     return df.with_columns(
-        pl.when(pl.col("row").is_in(rows))
-        .then(pl.lit("marker"))
+        pl.when(pl.col("vendor_end").is_not_null())
+        .then(pl.lit("vendor"))
         .otherwise(pl.col("update_class"))
         .alias("update_class")
     )

@@ -99,12 +99,29 @@ Format = Annotated[
 ]
 
 
+def _marker_meta(value: str | None) -> str | None:
+    """--marker-meta checked when the command line is read, before any trace is."""
+    if value is not None:
+        from acp_trace.analysis.vendor_events import parse
+        from acp_trace.errors import UsageError
+
+        try:
+            parse(value)
+        except UsageError as exc:
+            raise typer.BadParameter(str(exc).removeprefix(f"--marker-meta {value!r}: ")) from None
+    return value
+
+
 MarkerMeta = Annotated[
     str | None,
     typer.Option(
         "--marker-meta",
-        metavar="KEY",
-        help="A `_meta` key that marks the end of a v1 load's replay.",
+        metavar="PATH[=VALUE]",
+        help="A vendor end-of-replay event: a dotted `_meta` path (matched whole) with an "
+        "optional JSON value, e.g. vendor.replayDone=true. It marks a v1 load's replay (which "
+        "then expects it) and, in v2, is where the gap is measured from. claude-agent-acp's "
+        "jetbrains.air.loadReplayEnd is known without it.",
+        callback=_marker_meta,
     ),
 ]
 

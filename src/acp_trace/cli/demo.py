@@ -140,6 +140,14 @@ def demo_client(
         Path | None, typer.Option(metavar="FILE", help="Save every byte sent.")
     ] = None,
     summary: Annotated[bool, typer.Option(help="Print one line per request.")] = False,
+    air: Annotated[
+        bool,
+        typer.Option(
+            "--air",
+            help="Advertise JetBrains AIR's loadReplayEnd capability in initialize: "
+            "claude-agent-acp (and demo-agent) then mark the end of a replay.",
+        ),
+    ] = False,
 ) -> None:
     """Drive an agent: initialize, session/new (or --session), prompt, N resumes or loads."""
     import os
@@ -162,6 +170,7 @@ def demo_client(
         grace=grace,
         save=save,
         save_sent=save_sent,
+        air=air,
     )
     result = client.run_client(opts)
     if summary:

@@ -67,6 +67,15 @@ def mock(
             "--list-faults", is_eager=True, callback=_list_faults, help="List faults, exit."
         ),
     ] = False,
+    air: Annotated[
+        bool,
+        typer.Option(
+            "--air",
+            help="To a client that advertises JetBrains AIR's loadReplayEnd capability, end "
+            "each load's or replaying resume's replay with claude-agent-acp's end-of-replay "
+            "event (when the recording has none).",
+        ),
+    ] = False,
     no_redact_content: Annotated[
         bool,
         typer.Option(
@@ -89,6 +98,7 @@ def mock(
         seed=seed,
         answer_timeout=answer_timeout,
         redact_content=not no_redact_content,
+        air=air,
     )
     served = prepare(options)  # an error here is the usual one line and exit 2
     try:

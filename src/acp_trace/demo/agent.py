@@ -33,12 +33,14 @@ from acp_trace.demo.window import (
     permission_params,
 )
 from acp_trace.jsonrpc import (
+    AIR_EVENT_META,
     CANCEL_METHOD,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
     PARSE_ERROR,
     REQUEST_CANCELLED,
     RESOURCE_NOT_FOUND,
+    air_opted_in,
     id_key,
 )
 
@@ -75,6 +77,7 @@ class DemoAgent:
         self.faults = fault_kit.parse_faults(sorted(options.faults))
         self.children = max(options.children, 1 if self.faults.names & _CHILD_FAULTS else 0)
         self.protocol = 1
+        self.air = False  # the client asked for the AIR end-of-replay event (initialize)
         self.rng = random.Random(options.seed)
         self.gap = parse_gap(options.gap)
         self.sessions: dict[str, Session] = {}
@@ -129,6 +132,7 @@ class DemoAgent:
     def _initialize(self, rid: Any, params: dict[str, Any]) -> None:
         asked = params.get("protocolVersion")
         self.protocol = 2 if isinstance(asked, int) and asked >= 2 else 1
+        self.air = air_opted_in(params)
         info = {"name": AGENT_NAME, "version": __version__}
         if self.protocol >= 2:
             caps: dict[str, Any] = {"session": {"resume": {"replay": {}}}}
@@ -189,7 +193,7 @@ class DemoAgent:
         session = self._known(rid, params)
         if session is not None:
             window = replay_window(self.sessions, session.sid, 1)
-            self._serve(rid, session, bend(window, self.faults, self._draw_gap))
+            self._serve(rid, session, self._air(bend(window, self.faults, self._draw_gap)))
 
     def _resume(self, rid: Any, params: dict[str, Any]) -> None:
         session = self._known(rid, params)
@@ -200,10 +204,28 @@ class DemoAgent:
             self.rpc.fail(rid, INVALID_PARAMS, f"unsupported replayFrom cursor: {cursor}")
             return
         if cursor is not None:
-            window = replay_window(self.sessions, session.sid, 2)
+            window = self._air(
+                bend(replay_window(self.sessions, session.sid, 2), self.faults, self._draw_gap)
+            )
         else:
-            window = resume_window(session, self.protocol, self.faults.names)
-        self._serve(rid, session, bend(window, self.faults, self._draw_gap))
+            window = bend(
+                resume_window(session, self.protocol, self.faults.names),
+                self.faults,
+                self._draw_gap,
+            )
+        self._serve(rid, session, window)
+
+    def _air(self, window: Window) -> Window:
+        """To a client that asked for it (AIR `loadReplayEnd`), what claude-agent-acp 0.101.0
+        sends after the whole replay of a load or of a v2 resume from the start: one
+        `session_info_update` on the root session whose `_meta` is the AIR end-of-replay event
+        (protocol-notes.md); not when the replay stops (a crash or an error reply)."""
+        stops = any(isinstance(a, Crash) for a in window.replay)
+        if not self.air or stops or window.reply.error is not None:
+            return window
+        event = {"sessionUpdate": "session_info_update", "_meta": AIR_EVENT_META}
+        window.replay.append(Step(window.session, event))
+        return window
 
     def _serve(self, rid: Any, session: Session, window: Window) -> None:
         """Send a window: replay (paced), tail, the response, then what follows it (paced)."""

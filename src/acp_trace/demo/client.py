@@ -22,7 +22,7 @@ from acp_trace import __version__
 from acp_trace.demo.rpc import ConnectionClosed, Endpoint, Message, wait_limit
 from acp_trace.errors import RecordError
 from acp_trace.files import writing
-from acp_trace.jsonrpc import METHOD_NOT_FOUND
+from acp_trace.jsonrpc import AIR_CLIENT_META, METHOD_NOT_FOUND
 
 CLIENT_NAME = "acp-trace-demo-client"
 
@@ -43,6 +43,7 @@ class ClientOptions:
     save: Path | None = None  # every byte received from the agent
     save_sent: Path | None = None  # every byte sent to the agent
     env: dict[str, str] | None = None
+    air: bool = False  # advertise JetBrains AIR's loadReplayEnd capability in initialize
 
 
 @dataclass
@@ -97,7 +98,7 @@ class _Driver:
         return True
 
     def run(self) -> None:
-        init = self._call("initialize", _init_params(self.opts.protocol), None)
+        init = self._call("initialize", _init_params(self.opts.protocol, self.opts.air), None)
         result = init.get("result") or {}
         version = result.get("protocolVersion") if isinstance(result, dict) else None
         self.result.protocol = version if isinstance(version, int) else self.opts.protocol
@@ -174,11 +175,14 @@ def _turn_end(updates: list[Message], sid: str) -> bool:
     return False
 
 
-def _init_params(protocol: int) -> dict[str, Any]:
+def _init_params(protocol: int, air: bool = False) -> dict[str, Any]:
+    """initialize's params; `air` adds the `_meta` that asks claude-agent-acp (JetBrains AIR's
+    extension) for its end-of-replay event, as protocol-notes.md says."""
     info = {"name": CLIENT_NAME, "version": __version__}
+    meta = {"_meta": AIR_CLIENT_META} if air else {}
     if protocol >= 2:
-        return {"protocolVersion": protocol, "info": info, "capabilities": {}}
-    caps = {"fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False}
+        return {"protocolVersion": protocol, "info": info, "capabilities": {**meta}}
+    caps = {"fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False, **meta}
     return {"protocolVersion": protocol, "clientInfo": info, "clientCapabilities": caps}
 
 

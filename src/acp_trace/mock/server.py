@@ -29,6 +29,7 @@ from acp_trace.jsonrpc import (
     METHOD_NOT_FOUND,
     PARSE_ERROR,
     RESOURCE_NOT_FOUND,
+    air_opted_in,
     as_dict,
     as_int,
     as_str,
@@ -36,7 +37,7 @@ from acp_trace.jsonrpc import (
 )
 from acp_trace.mock.player import Player, Stop
 from acp_trace.mock.recording import Connection, Cue, dumps, load_connections
-from acp_trace.mock.windows import OTHER, prepared, step_of
+from acp_trace.mock.windows import OTHER, prepared, step_of, with_air_event
 
 UNSUPPORTED_VERSION = -32022
 MIN_SPEED, MAX_SPEED = 1e-6, 1e6
@@ -55,6 +56,7 @@ class MockOptions:
     seed: int = 0
     answer_timeout: float = 60.0  # seconds to wait for the client's answer to an agent request
     redact_content: bool = True  # replace credentials in free text (mock/scrub.py)
+    air: bool = False  # send AIR's end-of-replay event to a client that asks (windows.py)
 
 
 @dataclass(frozen=True)
@@ -155,6 +157,7 @@ class MockAgent:
         self.count: Counter[tuple[str, str | None]] = Counter()
         self._arrived: dict[int, float] = {}
         self.ready = time.monotonic()
+        self.air_client = False  # the client asked for AIR's end-of-replay event (initialize)
         gap, rng = (parse_gap(opts.gap) if opts.gap else None), random.Random(opts.seed)
         self.pause: Callable[[], float] | None = (lambda: gap(rng)) if gap else None
 
@@ -217,6 +220,7 @@ class MockAgent:
 
     def _initialize(self, rid: Any, params: dict[str, Any], arrived: float) -> None:
         asked = as_int(params.get("protocolVersion"))
+        self.air_client = air_opted_in(params)
         if asked is None:
             self.rpc.fail(rid, INVALID_PARAMS, "initialize: expected an integer protocolVersion")
             return
@@ -287,6 +291,8 @@ class MockAgent:
             )
         cue = cues[min(n, len(cues) - 1)]
         window = prepared(cue, self.conn.protocol, self.mock.faults, self.pause)
+        if self.mock.options.air and self.air_client:
+            window = with_air_event(window, cue)
         self.player.play(window, cue.t_ns, rid, arrived)
 
 

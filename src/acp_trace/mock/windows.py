@@ -12,8 +12,25 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from acp_trace.demo.faults import FaultSet, bend
-from acp_trace.demo.window import LOAD, REPLAY, RESUME, Action, Reply, Step, Window, kind_of
-from acp_trace.jsonrpc import MARKER_KIND, as_dict, as_str, update_class
+from acp_trace.demo.window import (
+    LOAD,
+    REPLAY,
+    RESUME,
+    Action,
+    Crash,
+    Reply,
+    Step,
+    Window,
+    kind_of,
+)
+from acp_trace.jsonrpc import (
+    AIR_EVENT_META,
+    MARKER_KIND,
+    as_dict,
+    as_str,
+    is_air_event,
+    update_class,
+)
 from acp_trace.mock.recording import Cue, Line
 
 OTHER = "request"  # a window kind bend leaves alone: initialize, session/new, prompts, ...
@@ -87,3 +104,20 @@ def prepared(
     if window.kind == OTHER or not succeeded(cue):
         return window
     return bend(window, faults, pause)
+
+
+def with_air_event(window: Window, cue: Cue) -> Window:
+    """`acp-trace mock --air`, to a client that advertised JetBrains AIR's `loadReplayEnd`: what
+    claude-agent-acp 0.101.0 sends such a client after the whole replay of a load or a resume
+    with a cursor, one `session_info_update` carrying `_meta.jetbrains.air.loadReplayEnd =
+    true` on the root session, added at the end of the replay when the recording has none
+    there; not when the recording answered with an error or a fault stops the replay."""
+    if window.kind not in (LOAD, REPLAY) or not succeeded(cue) or window.reply.error is not None:
+        return window
+    if any(isinstance(a, Crash) for a in window.replay):
+        return window
+    if any(isinstance(a, Step) and is_air_event(a.update) for a in window.sequence()):
+        return window
+    event = {"sessionUpdate": "session_info_update", "_meta": AIR_EVENT_META}
+    window.replay.append(Step(window.session, event))
+    return window

@@ -237,13 +237,18 @@ class _Trace:
             for stats in w.sessions.values():
                 marker = self.at(stats.marker_row)
                 last = self.at(stats.last_history_row)
-                gap_from = marker if marker is not None else last
+                origin, source = stats.gap_origin()
+                gap_from = self.at(origin)
                 answered = w.end in ("response", "error")
                 events = []
                 if marker is not None:
                     events.append(
                         {"timeUnixNano": str(marker), "name": "replay_complete", "attributes": []}
                     )
+                vendor = self.at(stats.vendor_row)
+                if vendor is not None:
+                    name = f"vendor end-of-replay event {stats.vendor_path}"
+                    events.append({"timeUnixNano": str(vendor), "name": name, "attributes": []})
                 if last is not None:
                     events.append(
                         {"timeUnixNano": str(last), "name": "last history update", "attributes": []}
@@ -258,9 +263,7 @@ class _Trace:
                     "acp.replay.gap_ms": None
                     if gap_from is None or not answered
                     else (end - gap_from) / 1e6,
-                    "acp.replay.gap_from": None
-                    if gap_from is None
-                    else ("marker" if marker is not None else "last_history"),
+                    "acp.replay.gap_from": None if gap_from is None else source,
                 }
                 self.span(
                     f"replay:{w.index}:{stats.session}",

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 CONNECTION = "(connection)"
 GAP_MARKER = "replay gap: marker → response"
 GAP_FALLBACK = "replay gap: last history → response (no marker)"
+GAP_VENDOR = "replay gap: vendor event {} → response (no marker)"
 
 
 @dataclass
@@ -123,12 +124,14 @@ class _Process:
                 continue
             end = self.t_ns[w.end_row]
             for stats in w.sessions.values():
-                marked = stats.marker_row is not None
-                row = stats.marker_row if marked else stats.last_history_row
+                row, source = stats.gap_origin()
                 start = self.t_ns[row] if row is not None else None
-                if start is None or end is None:
+                if start is None or end is None or source is None:
                     continue
-                name, cat = (GAP_MARKER, "marker") if marked else (GAP_FALLBACK, "gap")
+                name, cat = {
+                    "marker": (GAP_MARKER, "marker"),
+                    "last_history": (GAP_FALLBACK, "gap"),
+                }.get(source, (GAP_VENDOR.format(source.removeprefix("vendor:")), "vendor"))
                 args = {"request_id": w.request_id, "method": w.method, "ms": (end - start) / 1e6}
                 spans.append(
                     Span(stats.session, name, cat, _us(start), _us(end) - _us(start), args)
@@ -202,5 +205,7 @@ def _instant_name(
     if method == "session/update":
         if cls == "marker":
             return "replay_complete", "marker"
+        if cls == "vendor":
+            return f"{uk or 'session/update'} (vendor end-of-replay event)", "vendor"
         return uk or "session/update", cls or "update"
     return method or "?", "notification"

@@ -2,12 +2,14 @@
 
 Every check has the same signature, `(ctx: Context) -> Iterator[Finding]`, and reads the facts
 that the timeline, the replay pass and the turn pass already found. Messages say what was
-expected, what came instead, and where (trace, session, seq). The rules live in three modules:
-`replay_rules` (markers, resumes, loads), `wire_rules` (JSON-RPC on stdio, imports),
+expected, what came instead, and where (trace, session, seq). The rules live in these modules:
+`replay_rules` (markers, resumes, loads), `subagent_rules` (child sessions, suggestions),
+`wire_rules` (JSON-RPC on stdio, imports),
 `schema_rules` (the ACP JSON Schema) and `profile_rules` (claude-agent-acp's signals); importing
 them registers them in catalogue order. Every finding says who broke the rule (`side`).
 `guesses` adds `import-unknown-error-code` and downgrades findings that rest on an importer's
-guess (registered in `registry.ADJUSTERS`, run by `run_checks` before the severity filter).
+guess (registered in `registry.ADJUSTERS`, run by `run_checks` before the severity filter);
+`losses` qualifies the marker findings of a window where the recorder lost records.
 `catalogue` holds every rule's id, severity, side and summary as data: importing this package
 loads only that, and the registry's names (`RULES`, `run_checks`, ...) load the rule modules
 on first use.
@@ -32,7 +34,15 @@ if TYPE_CHECKING:
     )
 
 # The rule modules, in catalogue order: importing them registers their rules.
-RULE_MODULES = ("replay_rules", "wire_rules", "schema_rules", "profile_rules", "guesses")
+RULE_MODULES = (
+    "replay_rules",
+    "subagent_rules",
+    "wire_rules",
+    "schema_rules",
+    "profile_rules",
+    "guesses",
+    "losses",
+)
 _REGISTRY = {"FINDING_SCHEMA", "RULES", "Context", "Finding", "Rule", "rule", "run_checks"}
 
 __all__ = [

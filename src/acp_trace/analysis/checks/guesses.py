@@ -32,7 +32,7 @@ from typing import Any
 import polars as pl
 
 from acp_trace.analysis.checks.registry import ADJUSTERS, RULES, Context, Finding, rule
-from acp_trace.jsonrpc import CANCEL_METHOD, id_key, loads, other_side
+from acp_trace.jsonrpc import CANCEL_METHOD, cancelled_key, other_side
 from acp_trace.trace.format import header_items
 
 PAIRING_RULES = (
@@ -72,14 +72,9 @@ def guesses(ctx: Context) -> dict[str, list[Guess]]:
 
 
 def _cancelled(msg: str | None) -> set[str]:
-    """The id a `$/cancel_request` names, as the timeline writes ids."""
-    try:
-        params = loads(msg or "null").get("params")
-    except (ValueError, AttributeError):
-        return set()
-    if not isinstance(params, dict) or "requestId" not in params:
-        return set()
-    return {id_key(params["requestId"])}
+    """The id a `$/cancel_request` names, as the timeline writes ids (exact at any size)."""
+    key = cancelled_key(msg)
+    return set() if key is None else {key}
 
 
 def _rows_of(ctx: Context, finding: Finding) -> list[int]:

@@ -18,6 +18,12 @@ def _sessions(ctx: Context, expecting: bool = True) -> Iterator[tuple[Window, Se
                 yield w, stats
 
 
+def _mark(ctx: Context, row: int | None) -> str:
+    """What marked a replay at `row`: `replay_complete`, or the vendor event (rules.md)."""
+    vendor = ctx.timeline["vendor_end"][row] if row is not None else None
+    return "replay_complete" if vendor is None else f"the vendor end-of-replay event {vendor}"
+
+
 def _response(ctx: Context, w: Window) -> str:
     if w.end == "response":
         return f"a success response at {ctx.seq(w.end_row)}"
@@ -36,14 +42,44 @@ def marker_missing(ctx: Context) -> Iterator[Finding]:
             tail = (
                 f"; a marker came only after it, at {ctx.seq(after)}" if after is not None else ""
             )
+            if stats.vendor_row is not None and w.v2:
+                tail += (
+                    f"; the vendor end-of-replay event {stats.vendor_path} came at "
+                    f"{ctx.seq(stats.vendor_row)} (not a marker in v2: the gap is measured "
+                    "from it)"
+                )
+            expected = "replay_complete" if w.v2 else f"--marker-meta event {ctx.facts.named}"
             yield ctx.at(
                 "marker-missing",
                 w.end_row,
                 stats.session,
-                f"{ctx.describe(w)} got {_response(ctx, w)} with no replay_complete on "
+                f"{ctx.describe(w)} got {_response(ctx, w)} with no {expected} on "
                 f"{stats.session} before it; expected the marker after the last replayed "
                 f"update ({stats.history_updates} history updates) and before the response{tail}",
             )
+    yield from _promise_broken(ctx)
+
+
+def _promise_broken(ctx: Context) -> Iterator[Finding]:
+    """A successful v1 load without the vendor event its client opted in to and the agent
+    had sent earlier on the connection: a warning that names the event (rules.md)."""
+    for w in ctx.facts.windows:
+        stats = w.sessions[w.session]
+        if w.vendor_promise is None or not w.succeeded or stats.marker_row is not None:
+            continue
+        assert w.end_row is not None
+        path, first = w.vendor_promise
+        yield ctx.at(
+            "marker-missing",
+            w.end_row,
+            w.session,
+            f"{ctx.describe(w)} got {_response(ctx, w)} with no vendor end-of-replay event "
+            f"{path} on {w.session} before it, though the client opted in to it in initialize "
+            f"and the agent sent it at {ctx.seq(first)} on this connection; expected it after "
+            f"the last replayed update ({stats.history_updates} history updates) and before "
+            "the response",
+            "warning",
+        )
 
 
 def _marker_findings(
@@ -61,7 +97,7 @@ def marker_duplicate(ctx: Context) -> Iterator[Finding]:
         w = ctx.facts.windows[m.window]
         first = w.sessions[m.session].marker_row
         return (
-            f"replay_complete on {m.session} at {ctx.seq(m.row)} is a second marker: "
+            f"{_mark(ctx, m.row)} on {m.session} at {ctx.seq(m.row)} is a second marker: "
             f"{ctx.describe(w)} already got its marker at {ctx.seq(first)}; expected exactly one"
         )
 
@@ -73,7 +109,8 @@ def marker_late(ctx: Context) -> Iterator[Finding]:
     def text(m: Any) -> str:
         w = ctx.facts.windows[m.window]
         return (
-            f"replay_complete on {m.session} at {ctx.seq(m.row)} came after {_response(ctx, w)} "
+            f"{_mark(ctx, m.row)} on {m.session} at {ctx.seq(m.row)} came after "
+            f"{_response(ctx, w)} "
             f"to {ctx.describe(w)}; expected it before the response"
         )
 
@@ -84,7 +121,7 @@ def marker_late(ctx: Context) -> Iterator[Finding]:
 def marker_unexpected(ctx: Context) -> Iterator[Finding]:
     def text(m: Any) -> str:
         return (
-            f"replay_complete on {m.session} at {ctx.seq(m.row)} while no replaying "
+            f"{_mark(ctx, m.row)} on {m.session} at {ctx.seq(m.row)} while no replaying "
             f"session/resume (with replayFrom) covering {m.session} was open; markers are "
             "expected only at the end of a replay"
         )
@@ -120,7 +157,8 @@ def live_before_marker(ctx: Context) -> Iterator[Finding]:
                     row,
                     stats.session,
                     f"{kind} on {stats.session} at {ctx.seq(row)} came before its "
-                    f"replay_complete at {ctx.seq(stats.marker_row)} in {ctx.describe(w)}; "
+                    f"{_mark(ctx, stats.marker_row)} at {ctx.seq(stats.marker_row)} in "
+                    f"{ctx.describe(w)}; "
                     "live updates must wait until after the marker"
                     + (
                         " (the session was already active, so: warning)"
@@ -144,7 +182,8 @@ def request_before_marker(ctx: Context) -> Iterator[Finding]:
                     row,
                     stats.session,
                     f"{method} for {stats.session} at {ctx.seq(row)} came before its "
-                    f"replay_complete at {ctx.seq(stats.marker_row)} in {ctx.describe(w)}; "
+                    f"{_mark(ctx, stats.marker_row)} at {ctx.seq(stats.marker_row)} in "
+                    f"{ctx.describe(w)}; "
                     "agent requests should wait until the replay is complete",
                 )
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import polars as pl
 
 from acp_trace.analysis.checks.registry import Context, Finding, rule
-from acp_trace.jsonrpc import CANCEL_METHOD, id_key, loads, other_side
+from acp_trace.jsonrpc import CANCEL_METHOD, cancelled_key, other_side
 from acp_trace.trace.format import header_items
 
 
@@ -119,10 +119,10 @@ def cancel_unanswered(ctx: Context) -> Iterator[Finding]:
         "row", "trace", "src", "msg", "session"
     )
     for row, trace, src, msg, session in cancels.iter_rows():
-        params = loads(msg).get("params") or {}
-        target = params.get("requestId") if isinstance(params, dict) else None
-        key = (trace, src, id_key(target))  # as the `id` column holds request ids
-        earlier = [c for c in index.get(key, []) if c[0] < row]
+        target = cancelled_key(msg)  # exact at any size, as the `id` column holds ids
+        if target is None:
+            continue
+        earlier = [c for c in index.get((trace, src, target), []) if c[0] < row]
         if earlier and earlier[-1][2] is None:
             req_row, method, _ = earlier[-1]
             yield ctx.at(

@@ -18,7 +18,10 @@ class SessionStats:
     announce_row: int | None = None
     was_active: bool = False
     marker_row: int | None = None
+    marker_vendor: str | None = None  # the vendor event's path when one is the marker (v1)
     marker_before_announce: bool = False
+    vendor_row: int | None = None  # the first vendor end-of-replay event in the window
+    vendor_path: str | None = None
     first_update_row: int | None = None
     last_history_row: int | None = None
     first_history_row: int | None = None
@@ -30,6 +33,18 @@ class SessionStats:
     live_rows: list[int] = field(default_factory=list)
     request_rows: list[int] = field(default_factory=list)
     missing_id_rows: list[int] = field(default_factory=list)
+    suggestion_rows: list[int] = field(default_factory=list)  # prompt_suggestions_update
+
+    def gap_origin(self) -> tuple[int | None, str | None]:
+        """Where the gap a reader should use starts, and its `gap_source` (rules.md): the
+        marker, else the first vendor end-of-replay event, else the last history update."""
+        if self.marker_row is not None:
+            return self.marker_row, "marker"
+        if self.vendor_row is not None:
+            return self.vendor_row, f"vendor:{self.vendor_path}"
+        if self.last_history_row is not None:
+            return self.last_history_row, "last_history"
+        return None, None
 
 
 @dataclass
@@ -51,6 +66,9 @@ class Window:
     end_row: int | None = None
     end: str = "open"  # response | error | connection | open
     error_code: int | None = None
+    # a v1 load without --marker-meta whose client opted in to a vendor event the agent had
+    # already sent on the connection: (path, the row it was first sent) (rules.md)
+    vendor_promise: tuple[str, int] | None = None
     sessions: dict[str, SessionStats] = field(default_factory=dict)
 
     @property
@@ -77,3 +95,4 @@ class Facts:
     markers: list[MarkerFact] = field(default_factory=list)
     concurrent: list[tuple[int, int]] = field(default_factory=list)  # (request row, window)
     load_after: list[tuple[int, list[int]]] = field(default_factory=list)  # (window, rows)
+    named: str | None = None  # the event --marker-meta names, as messages show it

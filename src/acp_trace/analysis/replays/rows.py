@@ -25,6 +25,7 @@ COLUMNS = (
     "text",
     "protocol",
     "request_method",
+    "vendor_end",
     "has_message_id",
 )
 

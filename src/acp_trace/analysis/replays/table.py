@@ -28,6 +28,9 @@ REPLAY_SCHEMA: dict[str, Any] = {
     "response_ms": pl.Float64,
     "marker_to_response_ms": pl.Float64,
     "last_history_to_response_ms": pl.Float64,
+    "vendor_marker_ms": pl.Float64,
+    "gap_ms": pl.Float64,
+    "gap_source": pl.String,
     "history_updates": pl.Int64,
     "history_bytes": pl.Int64,
     "live_updates": pl.Int64,
@@ -70,6 +73,7 @@ def _rows_timed(windows: list[Window]) -> Iterator[int | None]:
         yield w.end_row
         for s in w.sessions.values():
             yield from (s.marker_row, s.last_history_row, s.first_update_row, s.state_row)
+            yield s.vendor_row
 
 
 def _replay_row(
@@ -87,6 +91,8 @@ def _replay_row(
     response = w.end_row if w.end in ("response", "error") else None
     marker = stats.marker_row
     response_ms, marker_ms, last_ms = at(response), at(marker), at(stats.last_history_row)
+    origin, source = stats.gap_origin()
+    gap_ms = _diff(response_ms, at(origin))
     return (
         w.trace,
         stats.session,
@@ -104,6 +110,9 @@ def _replay_row(
         response_ms,
         _diff(response_ms, marker_ms),
         _diff(response_ms, last_ms),
+        at(stats.vendor_row),
+        gap_ms,
+        source if gap_ms is not None else None,
         stats.history_updates,
         stats.history_bytes,
         stats.live_updates,

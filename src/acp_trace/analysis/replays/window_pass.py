@@ -13,31 +13,39 @@ import polars as pl
 from acp_trace.analysis.columns import named_rows
 from acp_trace.analysis.replays.model import Facts, MarkerFact, SessionStats, Window
 from acp_trace.analysis.replays.rows import pass_rows
-from acp_trace.jsonrpc import BLOCKING_AGENT_REQUESTS, MARKER_KIND, loads, update_class
+from acp_trace.analysis.vendor_events import VendorEvent, registry
+from acp_trace.jsonrpc import BLOCKING_AGENT_REQUESTS, loads
 
 RESUME_METHODS = ("session/resume", "session/load")
 NEW_METHODS = ("session/new", "session/fork")
 
 
-def collect(tl: pl.DataFrame, *, v1_markers: bool = False) -> Facts:
+def collect(tl: pl.DataFrame, *, marker_meta: str | None = None) -> Facts:
     """Run the replay pass over every trace of a timeline.
 
-    `v1_markers`: v1 loads expect a marker too (a vendor `_meta` key names it: --marker-meta).
+    `marker_meta` (--marker-meta PATH[=VALUE]) names a vendor event that marks every v1 load
+    (the load then expects it, as a v2 resume expects `replay_complete`); the known vendor
+    events (`vendor_events.KNOWN`) mark a v1 load where they come (rules.md).
     """
     facts = Facts()
     msgs = tl["msg"]
     rows = named_rows(pass_rows(tl))
+    events = registry(marker_meta)
+    facts.named = events[0].label if marker_meta else None
     for _trace, trace_rows in groupby(rows, key=itemgetter("trace")):
-        _Pass(facts, msgs, v1_markers).run(trace_rows)
+        _Pass(facts, msgs, events).run(trace_rows)
     return facts
 
 
 class _Pass:
     """The state of the replay pass over one trace."""
 
-    def __init__(self, facts: Facts, msgs: pl.Series, v1_markers: bool) -> None:
+    def __init__(self, facts: Facts, msgs: pl.Series, events: tuple[VendorEvent, ...]) -> None:
         self.facts = facts
-        self.v1_markers = v1_markers
+        self.events = {e.path: e for e in events}
+        self.v1_markers = any(e.opt_in is None for e in events)  # --marker-meta given
+        self.opted: set[str] = set()  # vendor events the client asked for in initialize
+        self.sent: dict[str, int] = {}  # vendor event -> the row the agent first sent it
         self.msgs = msgs
         self.open: list[Window] = []
         self.closed: list[Window] = []
@@ -72,6 +80,10 @@ class _Pass:
     # ------------------------------------------------------------ requests and responses
 
     def _client_request(self, r: dict[str, Any]) -> None:
+        if r["method"] == "initialize":
+            params = self._params(r["row"])
+            opted = {p for p, e in self.events.items() if e.opt_in and e.opt_in(params)}
+            self.opted |= opted
         session = r["session"]
         if session:
             self._close_after_load(session)
@@ -98,6 +110,9 @@ class _Pass:
             was_active=session in self.active,
         )
         w.sessions[session] = SessionStats(session, was_active=w.was_active)
+        if v1_load and not w.expects_marker:
+            promised = [(p, row) for p, row in self.sent.items() if p in self.opted]
+            w.vendor_promise = promised[0] if promised else None
         if replaying:
             for other in self.open:
                 # another pending replaying request that covers S (S or a child it announced)
@@ -144,10 +159,8 @@ class _Pass:
         if not session:
             return
         cls = r["update_class"]
-        if cls == "marker" and r["update_kind"] != MARKER_KIND and r["protocol"] == 2:
-            # a --marker-meta marker marks v1 loads only: on v2 it is the update of its kind
-            cls = update_class(r["update_kind"])
-            r = {**r, "update_class": cls}
+        if cls == "vendor":
+            self._vendor(r, session)
         if cls == "history" and session in self.after_load:
             self.after_load[session][1].append(r["row"])
         if r["update_kind"] == "subagent_update" and r["update_session"]:
@@ -158,6 +171,28 @@ class _Pass:
             stats = w.sessions.get(session)
             if stats is not None:
                 _count(w, stats, r)
+
+    def _vendor(self, r: dict[str, Any], session: str) -> None:
+        """A vendor end-of-replay event: neither history nor live. Every open window that
+        covers the session notes the first one (the gap's origin in v2); off v2 it is the
+        marker of the v1 load that covers the session (rules.md)."""
+        path = r["vendor_end"]
+        self.sent.setdefault(path, r["row"])
+        for w in self.open:
+            stats = w.sessions.get(session)
+            if stats is not None and stats.vendor_row is None:
+                stats.vendor_row, stats.vendor_path = r["row"], path
+        if r["protocol"] == 2:
+            return
+        if self.events[path].opt_in is None:  # named by --marker-meta: a marker in full
+            self._marker(r, session)
+            return
+        for w in self.open:  # a known event marks only the load it ends: a promise kept
+            stats = w.sessions.get(session)
+            if w.method == "session/load" and stats is not None and stats.marker_row is None:
+                stats.marker_row, stats.marker_vendor = r["row"], path
+                self._fact(r["row"], session, "matched", w.index)
+                return
 
     def _history(self, r: dict[str, Any]) -> None:
         """A run of plain history updates on one session (see `pass_rows`): what `_update`
@@ -199,6 +234,7 @@ class _Pass:
             stats = w.sessions[session]
             if stats.marker_row is None:
                 stats.marker_row = r["row"]
+                stats.marker_vendor = r["vendor_end"]
                 self._fact(r["row"], session, "matched", w.index)
                 return
         if covering:
@@ -265,6 +301,8 @@ def _count(w: Window, stats: SessionStats, r: dict[str, Any]) -> None:
     elif cls == "live":
         stats.live_updates += 1
         stats.live_rows.append(row)
+        if r["update_kind"] == "prompt_suggestions_update" and w.replaying:
+            stats.suggestion_rows.append(row)
 
 
 def _count_history(w: Window, stats: SessionStats, run: dict[str, Any]) -> None:

@@ -29,7 +29,7 @@ MAX_LANES = 8
 
 
 def _gaps(replays: pl.DataFrame) -> pl.DataFrame:
-    gap = pl.coalesce("marker_to_response_ms", "last_history_to_response_ms")
+    gap = pl.col("gap_ms")  # from the marker, else a vendor event, else the last history
     return replays.select(pl.col("agent").fill_null("unknown agent"), gap.alias("ms")).drop_nulls(
         "ms"
     )

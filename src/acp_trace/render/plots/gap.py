@@ -1,7 +1,9 @@
 """The gap chart: how long clients wait between the end of the replayed history and the response.
 
-The gap is `marker_to_response_ms`; a replay without a marker (v1 loads, today's agents) falls
-back to `last_history_to_response_ms`, and its lane says "no marker: last history → response".
+The gap is the replays table's `gap_ms`, measured from what its `gap_source` names: the marker;
+without one (v1 loads, today's agents) a vendor end-of-replay event (claude-agent-acp's
+`jetbrains.air.loadReplayEnd`), and its lane says "no marker: vendor event PATH → response";
+else the last history update, "no marker: last history → response".
 One lane (row) per agent version and source on a shared axis (logarithmic when the gaps span
 decades), so agents compare at a glance; lanes never overlap, so no colours blend:
 
@@ -44,12 +46,23 @@ from acp_trace.render.plots._labels import RowLabel, row_labels, settle_layout
 
 MARKER = "marker"
 FALLBACK = "last_history"
+VENDOR = "vendor:"  # the prefix of a vendor event's source, `vendor:PATH`
 SOURCE_TEXT = {MARKER: "marker → response", FALLBACK: "no marker: last history → response"}
+
+
+def source_text(source: str) -> str:
+    """What a lane's gap is measured from, for its label."""
+    if source.startswith(VENDOR):
+        return f"no marker: vendor event {source.removeprefix(VENDOR)} → response"
+    return SOURCE_TEXT.get(source, source)
+
+
 HEADING = "Replay gap: end of the replayed history → response"
 X_LABEL = "gap (ms)"
 SUBTITLE = (
     "from the replay_complete marker to the response;\n"
-    "in lanes marked “no marker”, from the last replayed history update to the response"
+    "in lanes marked “no marker”, from the vendor event the lane names,\n"
+    "else from the last replayed history update"
 )
 PERCENTILE_STYLE = {50: "-", 90: "--", 99: ":"}
 MIN_REPLAYS = {50: 4, 90: 10, 99: 100}  # below this, the percentile is (nearly) the max
@@ -74,26 +87,23 @@ class Lane:
 
     @property
     def name(self) -> str:
-        return f"{self.agent} · {SOURCE_TEXT[self.source]}"
+        return f"{self.agent} · {source_text(self.source)}"
 
     @property
     def label(self) -> str:
         n = self.values.size
-        return f"{self.agent}\n{SOURCE_TEXT[self.source]} · {n:,} {plural(n, 'replay')}"
+        return f"{self.agent}\n{source_text(self.source)} · {n:,} {plural(n, 'replay')}"
 
 
 def with_gap(replays: pl.DataFrame, untimed: Sequence[str] = ()) -> pl.DataFrame:
-    """The replays table plus `gap_ms` and its `source` (`marker` or `last_history`), both
-    null where the gap cannot be measured (no response, or an ordering-only trace)."""
-    marker = pl.col("marker_to_response_ms")
-    measured = pl.coalesce(marker, pl.col("last_history_to_response_ms"))
-    gap = pl.when(pl.col("trace").is_in(list(untimed))).then(None).otherwise(measured)
+    """The replays table with `gap_ms` and its `source` (the table's `gap_source`: `marker`,
+    `vendor:PATH` or `last_history`), both null where the gap cannot be measured (no
+    response, or an ordering-only trace)."""
+    gap = pl.when(pl.col("trace").is_in(list(untimed))).then(None).otherwise(pl.col("gap_ms"))
     return replays.with_columns(gap.alias("gap_ms")).with_columns(
         pl.when(pl.col("gap_ms").is_null())
         .then(None)
-        .when(marker.is_not_null())
-        .then(pl.lit(MARKER))
-        .otherwise(pl.lit(FALLBACK))
+        .otherwise(pl.col("gap_source"))
         .alias("source")
     )
 

@@ -2,8 +2,9 @@
 
 One lane per session (the resumed session on top, announced children below it): a tick per
 history update, the replay_complete marker, live updates, the state_update snapshot, agent
-requests; the request at 0 ms and the response as vertical lines; the gap (marker to response,
-or last history update to response when there is no marker) annotated on each lane. When the
+requests, a vendor end-of-replay event; the request at 0 ms and the response as vertical lines;
+the gap annotated on each lane, saying what it is measured from (the marker; without one a
+vendor end-of-replay event, else the last history update). When the
 agent wrote to stderr during the window, a last lane shows those lines and the phases they
 name (replay_stderr.py), so the wait in the gap is explained by the agent's own words.
 """
@@ -53,6 +54,12 @@ STYLES: dict[str, dict[str, Any]] = {
     "live": {"marker": "|", "s": 260, "color": "#DD8452", "label": "live update"},
     "state": {"marker": "s", "s": 70, "color": "#8172B3", "label": "state_update"},
     "marker": {"marker": "D", "s": 100, "color": "#C44E52", "label": "replay_complete marker"},
+    "vendor": {
+        "marker": "P",
+        "s": 90,
+        "color": "#55A868",
+        "label": "vendor end-of-replay event",
+    },
     "unknown": {"marker": "|", "s": 260, "color": "0.6", "label": "other update"},
     "request": {"marker": "X", "s": 80, "color": "black", "label": "agent request"},
 }
@@ -230,7 +237,8 @@ def _draw_ends(ax: Axes, view: View, labels: bool) -> None:
 
 
 def _draw_gaps(ax: Axes, view: View) -> None:
-    """Per lane: marker (or, without one, last history update) to response, in ms."""
+    """Per lane: the gap to the response, in ms, from its origin (`gap_origin`: the marker,
+    else a vendor end-of-replay event, else the last history update), which the text names."""
     w, end = view.w, view.end
     if end is None or w.end not in ("response", "error"):
         return
@@ -239,12 +247,18 @@ def _draw_gaps(ax: Axes, view: View) -> None:
             continue
         name, y = lane.key, lane.y
         stats = w.sessions[name]
-        marked = stats.marker_row is not None
-        since = view.at(stats.marker_row if marked else stats.last_history_row)
-        if since is None:
+        origin, source = stats.gap_origin()
+        since = view.at(origin)
+        if since is None or source is None:
             continue
         gap = end - since
-        text = f"gap {ms(gap)}" if marked else f"no marker: last history → response {ms(gap)}"
+        marked = source == "marker"
+        if marked:
+            text = f"gap {ms(gap)}"
+        elif source.startswith("vendor:"):
+            text = f"no marker: vendor event {source.removeprefix('vendor:')} → response {ms(gap)}"
+        else:
+            text = f"no marker: last history → response {ms(gap)}"
         ax.annotate(
             "",
             xy=(end, y + 0.22),

@@ -182,7 +182,9 @@ class View:
         if self.end is None or self.end <= 0:
             return None
         everything = self.events["t"].max()
-        history = self.events.filter(pl.col("cls").is_in(["history", "marker"]))["t"].max()
+        history = self.events.filter(pl.col("cls").is_in(["history", "marker", "vendor"]))[
+            "t"
+        ].max()
         for last in (everything, history):
             if isinstance(last, float) and 0 < last < ZOOM_BELOW * self.end:
                 return last * 1.1

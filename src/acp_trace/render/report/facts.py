@@ -14,7 +14,7 @@ from acp_trace.analysis.phases import largest_phases
 from acp_trace.analysis.timeline import untimed_traces
 from acp_trace.render import plots
 from acp_trace.render.plots._common import ms, natural, plural
-from acp_trace.render.plots.gap import FALLBACK, MARKER, MIN_REPLAYS, with_gap
+from acp_trace.render.plots.gap import FALLBACK, MARKER, MIN_REPLAYS, VENDOR, with_gap
 from acp_trace.render.report.context import Context, capped
 from acp_trace.render.report.document import Block, Heading, Image, Paragraph
 
@@ -24,6 +24,22 @@ if TYPE_CHECKING:
 TITLE = "acp-trace report"
 NO_GAP = "no gap"
 SOURCE_NAMES = {MARKER: "marker", FALLBACK: "last history (no marker)", NO_GAP: "-"}
+
+
+def source_name(source: str | None) -> str:
+    """A gap source for a report cell: `marker`, `vendor event PATH (no marker)`, ..."""
+    if source is not None and source.startswith(VENDOR):
+        return f"vendor event {source.removeprefix(VENDOR)} (no marker)"
+    return SOURCE_NAMES.get(source or NO_GAP, "-")
+
+
+def source_since(source: str) -> str:
+    """Where a gap starts, for a sentence: `the marker`, `the vendor event PATH (no marker)`."""
+    if source == MARKER:
+        return "the marker"
+    if source.startswith(VENDOR):
+        return f"the vendor end-of-replay event {source.removeprefix(VENDOR)} (no marker)"
+    return "the last history update (no marker)"
 
 
 def gap_rows(a: Analysis, skipped: pl.DataFrame) -> pl.DataFrame:
@@ -91,7 +107,7 @@ def largest_phase(a: Analysis, replays: pl.DataFrame) -> pl.DataFrame:
     agent's stderr named none."""
     phases = a.gap_phases
     rows = []
-    for source in (MARKER, FALLBACK):
+    for source in replays["source"].drop_nulls().unique(maintain_order=True).to_list():
         found = largest_phases(phases, replays.filter(pl.col("source") == source))
         for r in found.iter_rows(named=True):
             text = f"{r['phase']} {ms(r['in_gap_ms'])} of {ms(r['gap_ms'])}"
@@ -130,13 +146,14 @@ def overview(ctx: Context) -> list[Block]:
     columns = ["gap p50 ms", "gap p90 ms", "gap max ms", "agent", "version", "gap from",
                "largest phase in the gap", "replays", "outcomes", "traces", "protocol"]  # fmt: skip
     table_rows = [
-        [r["p50"], r["p90"], r["max"], r["agent"], r["agent_version"], SOURCE_NAMES[r["source"]],
+        [r["p50"], r["p90"], r["max"], r["agent"], r["agent_version"], source_name(r["source"]),
          r["phase"], r["replays"], r["outcomes"], r["traces"], r["protocol"]]
         for r in shown.iter_rows(named=True)
     ]  # fmt: skip
     note = (
-        "The gap: from the replay_complete marker to the response; without a marker, from the "
-        f'last replayed history update ("last history"). p90 from {MIN_REPLAYS[90]} replays on. '
+        "The gap: from the replay_complete marker to the response; without a marker, from a "
+        "vendor end-of-replay event (claude-agent-acp's jetbrains.air.loadReplayEnd), else from "
+        f'the last replayed history update ("last history"). p90 from {MIN_REPLAYS[90]} replays on. '
         "Largest phase: of the phases the agent's stderr names inside a gap (a phase that holds "
         "others left out), the one with the most time in it, and that gap; - when none."
     )
@@ -170,7 +187,7 @@ def headline(ctx: Context) -> str:
         text = f"1 replay: {ctx.cell(r['method'])} by {who}, outcome {r['outcome']}"
         if gaps.height:
             g = gaps.row(0, named=True)
-            since = "the marker" if g["source"] == MARKER else "the last history update (no marker)"
+            since = source_since(g["source"])
             text += f"; gap {ms(g['gap_ms'])} from {since} to the response"
         if r["response_ms"] is not None:
             text += f"; response after {ms(r['response_ms'])}"

@@ -15,7 +15,7 @@ from acp_trace.render.plots.gap import with_gap
 from acp_trace.render.plots.latency import PHASES
 from acp_trace.render.report.context import Context, capped
 from acp_trace.render.report.document import Block, Code, Heading, Image, Paragraph
-from acp_trace.render.report.facts import NO_GAP, SOURCE_NAMES, overview
+from acp_trace.render.report.facts import overview, source_name
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
@@ -184,7 +184,7 @@ def replays(ctx: Context) -> list[Block]:
         return [*blocks, Paragraph("No replaying session/resume or session/load in these traces.")]
     shown, more = capped(ctx, rows_df, ctx.limits.replays, "replay row")
     rows = [
-        [r["gap_ms"], SOURCE_NAMES.get(r["source"] or NO_GAP, "-"), r["response_ms"],
+        [r["gap_ms"], source_name(r["source"]), r["response_ms"],
          r["outcome"], r["agent"], r["agent_version"], r["session"], r["parent_session"],
          r["method"], r["request_id"], r["history_updates"], ctx.trace(r["trace"])]
         for r in shown.iter_rows(named=True)
@@ -204,7 +204,7 @@ def replays_csv_frame(ctx: Context) -> pl.DataFrame:
     df = df.drop(CONTENT_COLUMNS, strict=False)
     floats = [c for c, t in df.schema.items() if t == pl.Float64]
     # the tap stamps nanoseconds: six decimals of a millisecond, no float noise
-    return df.with_columns(pl.col(floats).round(6)).rename({"source": "gap_source"})
+    return df.with_columns(pl.col(floats).round(6)).drop("source")  # the table's gap_source
 
 
 def build(ctx: Context, command_text: str | None) -> list[Block]:

@@ -204,6 +204,7 @@ DEFAULT_COLUMNS = (
     "outcome",
     "history_updates",
     "gap_ms",
+    "gap_source",
     "response_ms",
 )
 REPLAY_LABELS = {"agent_version": "version"}
@@ -211,13 +212,11 @@ FOLD = ("trace", "agent", "session", "parent_session", "request_id")
 
 
 def replays_view(replays: pl.DataFrame) -> pl.DataFrame:
-    """The replays table for a person: every column plus `gap_ms` (marker to response, or
-    without a marker last history update to response), slowest response first; rows of one
-    request (a session and its children) stay together in their order."""
-    gap = pl.coalesce("marker_to_response_ms", "last_history_to_response_ms").alias("gap_ms")
-    return replays.with_columns(gap).sort(
-        "response_ms", descending=True, nulls_last=True, maintain_order=True
-    )
+    """The replays table for a person: every column (`gap_ms` and `gap_source` among them:
+    from the marker, else a vendor end-of-replay event, else the last history update, to the
+    response), slowest response first; rows of one request (a session and its children) stay
+    together in their order."""
+    return replays.sort("response_ms", descending=True, nulls_last=True, maintain_order=True)
 
 
 def replays_data(replays: pl.DataFrame, untimed: Sequence[str] = ()) -> pl.DataFrame:
@@ -284,8 +283,10 @@ def replays_table(
         )
     if "gap_ms" in shown:
         notes.append(
-            "gap ms: from the replay_complete marker to the response; without a marker, "
-            "from the last history update."
+            "gap ms: to the response from what gap source names: the replay_complete marker "
+            "(marker), else a vendor end-of-replay event (vendor:PATH, such as "
+            "claude-agent-acp's jetbrains.air.loadReplayEnd), else the last history update "
+            "(last_history)."
         )
     if not (columns or wide):
         notes.append("More columns: --wide, or --columns NAME,... (names as in --format csv).")
