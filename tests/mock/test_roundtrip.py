@@ -46,8 +46,10 @@ FROM_REQUEST = ["first_update_ms", "marker_ms", "last_history_ms", "state_ms", "
 
 def client_options(args: tuple[str, ...]) -> dict[str, Any]:
     """demo-client's command-line options as ClientOptions fields."""
-    pairs = dict(zip(args[::2], args[1::2], strict=True))  # every option takes a value
-    out: dict[str, Any] = {"protocol": int(pairs.get("--protocol", "2"))}
+    flags = {"--air"}  # the options that take no value
+    valued = [a for a in args if a not in flags]
+    pairs = dict(zip(valued[::2], valued[1::2], strict=True))  # the others take one each
+    out: dict[str, Any] = {"protocol": int(pairs.get("--protocol", "2")), "air": "--air" in args}
     out["session"] = pairs.get("--session")
     out["resumes"] = int(pairs.get("--resumes", "1"))
     out["cursor"] = pairs.get("--cursor", "start")

@@ -64,7 +64,7 @@ def test_header_names_the_agent_and_the_recorder(tmp_path: Path) -> None:
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", head["started_at"])
     assert head["command"][:2] == AGENT and head["cwd"] == os.getcwd()
     assert isinstance(head["pid"], int) and head["recorder"].startswith("acp-trace ")
-    assert head["redaction"]["policy"] == "acp-secrets/2"
+    assert head["redaction"]["policy"] == "acp-secrets/3"
 
 
 @pytest.mark.parametrize(
@@ -230,12 +230,12 @@ def test_a_file_size_limit_leaves_a_valid_trace_ending_with_an_error(tmp_path: P
     """Under a file size limit (RLIMIT_FSIZE) forwarding goes on, the trace holds whole records
     only and ends with an `error` event that names the limit, and stderr says it once."""
     data = b'{"jsonrpc":"2.0","method":"x","params":{"n":12345}}\n' * 2000
-    run = run_tap(tmp_path, client_sends=data, agent_sends=data, file_size_limit=8192)
+    run = run_tap(tmp_path, client_sends=data, agent_sends=data, file_size_limit=16384)
     assert run.code == 0
     assert sha(run.agent_received) == sha(data) and sha(run.client_received) == sha(data)
     assert run.stderr.count("acp-trace: cannot write the trace") == 1
-    assert "file size limit of 8192 bytes (RLIMIT_FSIZE)" in run.stderr
-    assert (tmp_path / "trace.jsonl").stat().st_size <= 8192
+    assert "file size limit of 16384 bytes (RLIMIT_FSIZE)" in run.stderr
+    assert (tmp_path / "trace.jsonl").stat().st_size <= 16384
     assert len(run.records) > 10
     last = run.records[-2]
     assert last["event"] == "error" and "RLIMIT_FSIZE" in last["message"]

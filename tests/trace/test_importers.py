@@ -650,7 +650,7 @@ def test_cli_import_never_overwrites_its_source(tmp_path: Path) -> None:
     src = tmp_path / "bare.ndjson"
     src.write_bytes((DATA / "bare.ndjson").read_bytes())
     done = _cli(src, "-o", src)
-    assert done.returncode == 2 and "would overwrite the source" in done.stderr
+    assert done.returncode == 2 and "the output would destroy it" in done.stderr
     assert src.read_bytes() == (DATA / "bare.ndjson").read_bytes()
 
 

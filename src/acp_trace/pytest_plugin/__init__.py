@@ -88,7 +88,8 @@ def _trace_folder(request: pytest.FixtureRequest) -> Path:
     from acp_trace.files import output_dir
 
     name = re.sub(r"[^A-Za-z0-9._-]+", "_", request.node.nodeid).strip("._") or "test"
-    return output_dir(Path(str(keep)).expanduser() / name)  # new directories 0700
+    root = output_dir(Path(str(keep)).expanduser())  # made when its parent exists, like -o DIR/
+    return output_dir(root / name)  # new directories 0700
 
 
 def _check_wanted(request: pytest.FixtureRequest) -> bool:
