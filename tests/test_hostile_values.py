@@ -100,7 +100,8 @@ def dumps_line(value: Any) -> str:
 
 def every_output(path: Path, out: Path | None = None) -> None:
     """Make every table, the findings and every rendering of one input, as the CLI would;
-    with `out`, also write every export format there: each JSON file written is strict JSON."""
+    with `out`, also compare it with itself (diff) and write every export format there: each
+    JSON file written is strict JSON."""
     try:
         a = acp_trace.analyze(path)
     except InputError:
@@ -119,11 +120,11 @@ def every_output(path: Path, out: Path | None = None) -> None:
     otlp_document(a)
     dataset_tables(a)
     markdown_report(a, "acp-trace report t.jsonl")
+    if out is None:
+        return
     compared = diff(a, a)
     for fmt in ("text", "json", "markdown"):
         format_diff(compared, fmt)
-    if out is None:
-        return
     out.mkdir(exist_ok=True)
     for fmt in ("perfetto", "otlp", "csv", "parquet"):
         for written in write_export(a, fmt, f"{out}/{fmt}/"):
