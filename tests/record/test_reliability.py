@@ -33,6 +33,7 @@ from scripts.taprun import (
     assert_account,
     assert_transparent,
     check_trace,
+    children,
     run_tap,
     sha,
     start_tap,
@@ -590,9 +591,9 @@ def test_a_writer_that_dies_never_stops_forwarding(tmp_path: Path) -> None:
     )
     _wait_for(pids.exists, 60)
     tap_pid = int(pids.read_text())
-    _wait_for(lambda: len(_children(tap_pid)) == 2, 60)
+    _wait_for(lambda: len(children(tap_pid)) == 2, 60)
     agent_pid = _agent_of(tap_pid)
-    (writer,) = [pid for pid in _children(tap_pid) if pid != agent_pid]
+    (writer,) = [pid for pid in children(tap_pid) if pid != agent_pid]
     os.kill(writer, signal.SIGKILL)
     gate.touch()
     run = session.finish(timeout=120)
@@ -665,23 +666,9 @@ def _gone(pid: int) -> bool:
         return True
 
 
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as stat:
-                    fields = stat.read().rsplit(b")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == pid and fields[0] not in (b"Z", b"X"):
-                found.append(int(entry))
-    return found
-
-
 def _agent_of(tap_pid: int) -> int:
     """The tap's child that runs the scripted agent."""
-    for pid in _children(tap_pid):
+    for pid in children(tap_pid):
         with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
             if b"agent.py" in cmdline.read():
                 return pid

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from scripts.taprun import Session, assert_recorded, assert_transparent, start_tap
+from scripts.taprun import Session, assert_recorded, assert_transparent, children, start_tap
 
 BURN = "while True: pass"
 
@@ -33,19 +33,6 @@ def _wait_for(condition: Callable[[], bool], seconds: float) -> None:
     while not condition():
         assert time.monotonic() < deadline, "waited too long"
         time.sleep(0.02)
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as stat:
-                fields = stat.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid and fields[0] not in (b"Z", b"X"):
-            found.append(int(entry))
-    return found
 
 
 @contextmanager
@@ -72,10 +59,10 @@ def _writer_of(session: Session, pids: Path) -> int:
     """The pid of the recorder's writer process (its child that is not the agent)."""
     _wait_for(pids.exists, 120)
     tap = int(pids.read_text())
-    _wait_for(lambda: len(_children(tap)) == 2, 120)
+    _wait_for(lambda: len(children(tap)) == 2, 120)
     with open(f"/proc/{tap}/cmdline", "rb") as cmdline:
         own = cmdline.read()
-    for pid in _children(tap):  # the writer is forked: it has the tap's command line
+    for pid in children(tap):  # the writer is forked: it has the tap's command line
         with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
             if cmdline.read() == own:
                 return pid

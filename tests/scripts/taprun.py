@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -224,3 +225,17 @@ def assert_transparent(
     assert_recorded(run, "agent", agent_sends, drops=drops)
     assert_account(run, "client", client_sends)
     assert_account(run, "agent", agent_sends)
+
+
+def children(pid: int) -> list[int]:
+    """The live (not zombie) child processes of `pid`, from /proc."""
+    found = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] not in (b"Z", b"X"):
+            found.append(int(entry))
+    return found
