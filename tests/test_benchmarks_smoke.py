@@ -57,6 +57,18 @@ def test_tap_benchmark_runs(tmp_path: Path) -> None:
     assert "1 MiB line: added worst delay the other way" in names
 
 
+def test_replay_benchmark_runs(tmp_path: Path) -> None:
+    """bench_replay.py builds a real-shaped history, replays it through every variant and
+    checks that the tap's trace holds every line."""
+    out = tmp_path / "figures.json"
+    stdout = run("bench_replay.py", "--mb", "0.5", "--reps", "1", "--json", str(out))
+    figures = {f["name"]: f for f in json.loads(out.read_text())["figures"]}
+    assert "== replay" in stdout
+    assert any(n.endswith(" MB replay: answered, tap / relay.py") for n in figures)
+    complete = figures["trace complete: every history line recorded, none dropped"]
+    assert complete["met"] is True, complete
+
+
 def test_pingpong_client_and_plain_replays_run_alone(tmp_path: Path) -> None:
     """The client and the plain loop are usable as scripts on their own."""
     agent = [sys.executable, str(BENCH / "echo_agent.py")]

@@ -141,12 +141,10 @@ class Redactor:
         if hits & _MESSAGE_NAMES:
             return self._exact(line, stripped, src, hits, content=content)
         value = _fast_loads(stripped)
-        if content and (
-            _escaped_json(stripped)
-            if value is _NOT_JSON
-            else _is_rpc(value) and redact_content.in_value(value)
-        ):
+        if content and value is _NOT_JSON and _escaped_json(stripped):
             return self._exact(line, stripped, src, hits, content=True)
+        if content and _is_rpc(value) and (changes := redact_content.redactions(value)):
+            return self._exact(line, stripped, src, hits, content=True, changes=changes)
         if isinstance(value, dict) and "id" not in value and isinstance(value.get("method"), str):
             return b'"msg":' + stripped  # a notification: the common case, nothing to pair
         if _is_rpc(value):
@@ -182,8 +180,17 @@ class Redactor:
         return b'"redacted":' + orjson.dumps(paths) + b',"msg":' + body
 
     def _exact(
-        self, line: bytes, stripped: bytes, src: str, hits: frozenset[str], *, content: bool = False
+        self,
+        line: bytes,
+        stripped: bytes,
+        src: str,
+        hits: frozenset[str],
+        *,
+        content: bool = False,
+        changes: redact_content.Redactions | None = None,
     ) -> bytes:
+        """The exact path: a strict parse, the policy's rules, then credentials in the text
+        (`changes`: what `redactions` found in the same message, if the caller has it)."""
         if hits:
             why = _describe(hits)
         elif content:
@@ -201,8 +208,11 @@ class Redactor:
         for where, msg in _messages(value):
             paths += redact_message(msg, where, src, self.pending, meta=meta)
         if content:
+            if paths:  # the rules changed strings: read them again
+                changes = None
             try:
-                paths = list(dict.fromkeys(paths + redact_content.redact_value(value, "$")))
+                found = redact_content.redact_value(value, "$", changes)
+                paths = list(dict.fromkeys(paths + found))
             except ValueError as exc:
                 return placeholder(len(line), f"{exc}, and {why}")
         if not paths:
