@@ -5,6 +5,7 @@ the old `NAME=value` regex found (and only values of credential names)."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -198,3 +199,35 @@ def test_a_source_file_passes_no_gate() -> None:
     assert not may_hold(code)
     assert not NAME_GATE.search(code)
     assert scrub_text(code.decode()) == code.decode()
+
+
+KEY_PIECES = (*PIECES, " ", "\t", "\n", "\f", "\\", '"', "/", "://", "-h", "env", "é")
+key = st.lists(st.sampled_from(KEY_PIECES), min_size=1, max_size=5).map("".join)
+meta = st.recursive(
+    st.one_of(text, st.integers(), st.none()),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(key, inner, max_size=3)),
+    max_leaves=8,
+)
+
+
+@FAST
+@given(st.dictionaries(key, meta, min_size=1, max_size=4))
+def test_a_meta_the_fast_path_skips_is_one_the_rules_leave_alone(value: dict) -> None:
+    """The recorder skips the exact path for a notification whose only needle is `_meta`
+    when `_inert_meta` says so: then redacting it exactly changes nothing, and the payload
+    is the one the exact path gives."""
+    from acp_trace.record import redact
+    from acp_trace.record.redact import RedactionPolicy, Redactor
+
+    message = {"jsonrpc": "2.0", "method": "session/update", "params": {"_meta": value}}
+    line = json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode(
+        "utf-8", "surrogatepass"
+    )
+    fast = Redactor(RedactionPolicy(content=False)).line_payload(line, "agent")
+    original = redact._inert_meta
+    try:
+        redact._inert_meta = lambda *_args: False  # type: ignore[assignment]
+        exact = Redactor(RedactionPolicy(content=False)).line_payload(line, "agent")
+    finally:
+        redact._inert_meta = original  # type: ignore[assignment]
+    assert fast == exact, line

@@ -71,10 +71,13 @@ def _spelled(word: str, gap: bytes) -> bytes:
     return gap.join(b"[%s%s]" % (c.encode(), c.upper().encode()) for c in word)
 
 
-# What may stand between the letters of a name's part: any run of characters that
-# `names_credential` drops (neither ASCII letters nor digits: `_`, `.`, `-`, non-ASCII
-# letters, quotes that a shell removes); between the letters of a word, only quotes.
-_DROPPED, _QUOTES = rb"[^A-Za-z0-9\s]*", rb"[\x22']*"
+# What may stand between the letters of a name's part: anything `names_credential` drops
+# (neither ASCII letters nor digits: `_`, `.`, `-`, spaces in a JSON key, non-ASCII letters,
+# quotes that a shell removes); between the letters of a word, only quotes a shell removes.
+# In the raw bytes of a JSON line a string's tab or newline is spelled `\t` or `\n`, and a
+# quote `\"`: there a backslash and such a letter may stand between them too.
+_DROPPED, _QUOTES = rb"[^A-Za-z0-9]*", rb"[\x22']*"
+_DROPPED_RAW, _QUOTES_RAW = rb"(?:[^A-Za-z0-9]|\\[bfnrt])*", rb"[\x22'\\]*"
 
 
 def part_alternatives(gap: bytes) -> bytes:
@@ -94,14 +97,17 @@ def word_alternatives(key_gap: bytes, word_gap: bytes) -> bytes:
 # a CREDENTIAL_PART, or "key" that is not followed by a lowercase letter (its end, or the
 # word "key"), or a CREDENTIAL_WORD as a word of its own (letters side by side, not followed
 # by a lowercase letter). Text in which it finds nothing holds no such name.
-NAME_GATE_PATTERN = (
-    part_alternatives(_DROPPED)
-    + b"|(?:"
-    + word_alternatives(_DROPPED, _QUOTES)
-    + rb")(?:[^a-z]|\z)"
-)
+def _name_gate(parts_gap: bytes, words_gap: bytes) -> bytes:
+    return (
+        part_alternatives(parts_gap)
+        + b"|(?:"
+        + word_alternatives(parts_gap, words_gap)
+        + rb")(?:[^a-z]|\z)"
+    )
 
 
+NAME_GATE_PATTERN = _name_gate(_DROPPED, _QUOTES)
+NAME_GATE_RAW_PATTERN = _name_gate(_DROPPED_RAW, _QUOTES_RAW)  # over a JSON line's bytes
 NAME_GATE = compile_bytes(NAME_GATE_PATTERN)
 
 
@@ -110,6 +116,9 @@ def may_name_credential(data: bytes) -> bool:
     return NAME_GATE.search(data) is not None
 
 
-def name_gate_or(alternatives: bytes) -> re2._Regexp:
-    """NAME_GATE with other alternatives (RE2: linear whatever the text)."""
-    return compile_bytes(alternatives + b"|" + NAME_GATE_PATTERN)
+def name_gate_or(alternatives: bytes, *, raw: bool = False) -> re2._Regexp:
+    """NAME_GATE (`raw`: its form for the raw bytes of a JSON line, whose `\\u` escapes the
+    caller has ruled out) with other alternatives (RE2: linear whatever the text)."""
+    return compile_bytes(
+        alternatives + b"|" + (NAME_GATE_RAW_PATTERN if raw else NAME_GATE_PATTERN)
+    )

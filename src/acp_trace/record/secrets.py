@@ -27,6 +27,7 @@ __all__ = [
     "REDACTED",
     "fragment_may_hold_secret",
     "may_scrub",
+    "may_scrub_raw",
     "names_credential",
     "scrub_text",
     "scrub_url",
@@ -181,6 +182,18 @@ _SCRUB_GATE = name_gate_or(rb""":['"]*/['"]*/|-[-'"]*[hHuU]""")
 def may_scrub(text: str) -> bool:
     """False only when `scrub_text(text)` is `text` (see _SCRUB_GATE)."""
     return _SCRUB_GATE.search(text.encode("utf-8", "surrogatepass")) is not None
+
+
+# The same over the raw bytes of a JSON line without `\\u` escapes (they can spell anything;
+# the caller rules them out): a string's quote is spelled `\\"`, a slash may be `\\/`, a tab
+# `\\t`, so a backslash may stand where a quote or a dash may, and in a `://`.
+_SCRUB_RAW_GATE = name_gate_or(rb""":['"\\]*/['"\\]*/|:['"\\]*\\/|-[-'"\\]*[hHuU]""", raw=True)
+
+
+def may_scrub_raw(line: bytes) -> bool:
+    """False only when no string or key of the JSON `line` can be changed by `scrub_text` or
+    names a credential; a line with a `\\u` escape always may."""
+    return b"\\u" in line or _SCRUB_RAW_GATE.search(line) is not None
 
 
 def scrub_text(text: str, depth: int = 0) -> str:
