@@ -148,7 +148,7 @@ def inputs(ctx: Context) -> list[Block]:
     losses = ctx.a.losses
     if losses.height:
         count = losses.height
-        shown, more = capped(ctx, losses, ctx.limits.skipped, "trace that lacks lines")
+        shown, more = capped(ctx, losses, ctx.limits.skipped, "lacking recording")
         blocks += [
             Heading(2, "Recordings that lack lines"),
             Paragraph(
