@@ -144,10 +144,11 @@ def test_diff_text_fits_the_terminal(cli: Cli, tmp_path: Path) -> None:
     out = cli("diff", str(base), "--", str(new), width=80).out
     assert max(map(len, out.splitlines())) <= 80
     lines = out.splitlines()
-    assert f"gap {AGENT} session/resume:" in lines
+    title = next(line for line in lines if line.startswith("gap "))
+    assert title.endswith(" session/resume (samples: BASE 3, NEW 3):") and "…" in title
     rule = next(i for i, line in enumerate(lines) if line and set(line) == {"-"})
     assert [line.split()[:2] for line in lines[rule + 1 : rule + 3]] == [
-        ["p50", "401.0"], ["p90", "1281.0"]
+        ["p50", "401.0"], ["p90", "1,281.0"]
     ]  # fmt: skip
     piped = cli("diff", str(base), "--", str(new), width=None).out
     assert AGENT in piped and "…" not in piped

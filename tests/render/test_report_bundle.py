@@ -20,7 +20,8 @@ from typer.testing import CliRunner
 
 from acp_trace import analyze
 from acp_trace.cli import app
-from acp_trace.render.plots._common import ms
+from acp_trace.quantities import duration as ms
+from acp_trace.quantities import ms as table_ms
 from acp_trace.render.report import bundle, document
 from acp_trace.render.report.bundle import CHARTS, MARKDOWN_LIMIT, markdown_report, write_report
 from acp_trace.render.report.context import HTML, MARKDOWN, context
@@ -42,7 +43,7 @@ KEPT = "\n\u200d"  # newlines, and the zero width joiner of emoji sequences
 
 def cell(value: float) -> str:
     """A number as the report's tables show it."""
-    return ms(value).removesuffix(" ms")
+    return table_ms(value)
 
 
 SCRIPT = "<script>alert(1)</script>"

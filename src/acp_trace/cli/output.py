@@ -23,6 +23,7 @@ from acp_trace.cli.app import (
 from acp_trace.cli.targets import binary_output, directory_output, file_output, guard, note
 from acp_trace.cli.terminal import emit, step
 from acp_trace.errors import AcpTraceError, OutputError, UsageError
+from acp_trace.quantities import count, counted
 
 if TYPE_CHECKING:
     from acp_trace.analysis import Analysis
@@ -61,7 +62,9 @@ def report(
     command = shown_command(["acp-trace", *sys.argv[1:]])
     with step("writing the report (charts, report.md, report.html)"):
         files = write_report(a, output, command=command, redact_content=not no_redact_content)
-    emit(f"wrote {files.markdown}, {files.html}, {files.csv} and {len(files.charts)} charts\n")
+    emit(
+        f"wrote {files.markdown}, {files.html}, {files.csv} and {counted(len(files.charts), 'chart')}\n"
+    )
     if files.failed:
         from acp_trace.cli.terminal import warn
 
@@ -281,8 +284,8 @@ def append_dataset(
     warn_fleet(result)
     w = result.written
     emit(
-        f"{dataset}: {w.get('traces', 0)} new traces ({w.get('known', 0)} already in the "
-        f"dataset): {w.get('records', 0)} records, {w.get('replays', 0)} replays, "
-        f"{w.get('findings', 0)} findings, {w.get('turns', 0)} turns\n"
+        f"{dataset}: {count(w.get('traces', 0))} new traces ({count(w.get('known', 0))} already "
+        f"in the dataset): {count(w.get('records', 0))} records, {count(w.get('replays', 0))} "
+        f"replays, {count(w.get('findings', 0))} findings, {count(w.get('turns', 0))} turns\n"
     )
     exit_if_failed(result)

@@ -15,6 +15,7 @@ from acp_trace.errors import InputError, UsageError
 from acp_trace.fleet.partition import partition
 from acp_trace.fleet.result import FleetResult, concat
 from acp_trace.fleet.work import Part, analyze_part
+from acp_trace.quantities import count
 from acp_trace.trace.paths import Found, find_traces
 from acp_trace.trace.pool import (
     die_with_parent,
@@ -61,11 +62,11 @@ def run(
         paths = [paths]
     found = list(found) if found is not None else find_traces(paths)
     executor = _executor(workers, scheduler, client)
-    count = partitions or max(1, executor.workers * PARTS_PER_WORKER)
+    how_many = partitions or max(1, executor.workers * PARTS_PER_WORKER)
     target = None if dataset is None else os.fspath(dataset)
     parts = [
         Part(i, tuple(run_), fmt, marker_meta, target, schema, tables or Part.tables)
-        for i, run_ in enumerate(partition(found, count))
+        for i, run_ in enumerate(partition(found, how_many))
     ]
     try:
         outcomes = executor.map(analyze, parts, retries)
@@ -74,7 +75,9 @@ def run(
         executor.close()
     if not results:
         first = f"{failed[0][0]}: {failed[0][1]}" if failed else "no partition"
-        raise InputError(f"no trace could be analyzed ({len(failed)} failed; first: {first})")
+        raise InputError(
+            f"no trace could be analyzed ({count(len(failed))} failed; first: {first})"
+        )
     out = concat(results)
     check_roots(found, out["skipped"])
     return FleetResult(

@@ -21,6 +21,7 @@ from matplotlib.figure import Figure
 
 from acp_trace.analysis.replays import Facts, outcome
 from acp_trace.analysis.timeline import untimed_traces
+from acp_trace.quantities import count, duration
 from acp_trace.render.plots import replay_stderr
 from acp_trace.render.plots._common import (
     TEXT_SIZE,
@@ -29,7 +30,6 @@ from acp_trace.render.plots._common import (
     axis_labels,
     empty_figure,
     label,
-    ms,
     new_figure,
     plain_ticks,
     title,
@@ -97,7 +97,7 @@ def replay_figure(
     if candidates > 1:
         among = f" for {label(pick.describe(), 80)}" if pick.chosen else ""
         notes.append(
-            f"The slowest of {candidates:,} replaying requests{among}; "
+            f"The slowest of {count(candidates)} replaying requests{among}; "
             "choose another with --trace, --session or --request."
         )
     add_note(fig, notes)
@@ -145,7 +145,7 @@ def _draw(ax: Axes, view: View, zoom_to: float | None, burst: pl.DataFrame | Non
     if burst is not None:
         t = burst["t"].drop_nulls().to_list()
         most = max(t.count(value) for value in set(t))
-        some = f"all {len(t):,}" if most == len(t) else f"{most:,} of the {len(t):,}"
+        some = f"all {count(len(t))}" if most == len(t) else f"{count(most)} of the {count(len(t))}"
         heading = (
             f"Zoom on the updates in the order they arrived (the tap stamped {some} at one moment)"
         )
@@ -153,7 +153,7 @@ def _draw(ax: Axes, view: View, zoom_to: float | None, burst: pl.DataFrame | Non
     elif zoom_to is None:
         axis_labels(ax, "time since the request (ms)", "session", _subtitle(view))
     else:
-        heading = f"Zoom on the updates: the first {ms(zoom_to)}"
+        heading = f"Zoom on the updates: the first {duration(zoom_to)}"
         axis_labels(ax, "time since the request (ms)", "session", heading)
 
 
@@ -224,7 +224,7 @@ def _draw_ends(ax: Axes, view: View, labels: bool) -> None:
     if not labels:
         return
     ax.annotate(
-        f"{text} at {ms(view.end)}",
+        f"{text} at {duration(view.end)}",
         xy=(view.end, 1.0),
         xycoords=("data", "axes fraction"),
         xytext=(-4, -4),
@@ -254,11 +254,11 @@ def _draw_gaps(ax: Axes, view: View) -> None:
         gap = end - since
         marked = source == "marker"
         if marked:
-            text = f"gap {ms(gap)}"
+            text = f"gap {duration(gap)}"
         elif source.startswith("vendor:"):
-            text = f"no marker: vendor event {source.removeprefix('vendor:')} → response {ms(gap)}"
+            text = f"no marker: vendor event {source.removeprefix('vendor:')} → response {duration(gap)}"
         else:
-            text = f"no marker: last history → response {ms(gap)}"
+            text = f"no marker: last history → response {duration(gap)}"
         ax.annotate(
             "",
             xy=(end, y + 0.22),

@@ -27,6 +27,7 @@ from rich.text import Text
 
 from acp_trace.errors import UsageError
 from acp_trace.jsonrpc import json_text
+from acp_trace.quantities import count, counted, ms
 from acp_trace.render.escape import terminal
 
 # A header rule of `-` and no other lines: pastes into an issue or a commit message as it is.
@@ -46,20 +47,23 @@ OUTCOME_STYLES = {
 }
 
 
-def ms(value: float) -> str:
-    """Milliseconds with three or four significant digits (0.412, 3.05, 87.3, 1652.3)."""
-    size = abs(value)
-    if size >= 10 or size == 0:
-        return f"{value:.1f}"
-    return f"{value:.2f}" if size >= 1 else f"{value:.3f}"
+# Integer columns that are positions or identifiers, not quantities: written without
+# thousands separators, as the messages write them (`seq 12345`, `error -32602`).
+POSITIONS = frozenset(
+    {"seq", "line", "n", "request", "protocol", "error_code", "exit_code", "exit_signal", "pid"}
+)
 
 
-def cell(value: Any) -> str:
-    """One value as table text: `-` for none, milliseconds as `ms`, trace text escaped."""
+def cell(value: Any, column: str = "") -> str:
+    """One value as table text: `-` for none, milliseconds as `quantities.ms` writes them,
+    counts with thousands separators (not a `column` that is a position: `seq`, `*_seq`,
+    codes), trace text escaped."""
     if value is None:
         return "-"
     if isinstance(value, float):
         return ms(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value) if column in POSITIONS or column.endswith("_seq") else count(value)
     if isinstance(value, list | dict):
         return terminal(json_text(value))  # integers beyond 64 bits too
     return terminal(str(value))
@@ -84,7 +88,7 @@ def table(
     the others keep their width. No cell is ever split over lines."""
     columns = list(columns or df.columns)
     labels = {name: (labels or {}).get(name, label(name)) for name in columns}
-    cells = {name: [cell(v) for v in df[name]] for name in columns}
+    cells = {name: [cell(v, name) for v in df[name]] for name in columns}
     widths = _fold_widths(cells, labels, [c for c in columns if c in fold], width)
     for name, size in widths.items():
         if name in fold:
@@ -169,9 +173,8 @@ def _fold_widths(
     return widths
 
 
-def _styled(name: str, value: Any) -> Text:
+def _styled(name: str, text: str) -> Text:
     """A cell on one line (an ellipsis at its end if a column is narrower still)."""
-    text = cell(value)
     style = OUTCOME_STYLES.get(text, "") if name == "outcome" else ""
     return Text(text, style=style, no_wrap=True, overflow="ellipsis")
 
@@ -270,15 +273,15 @@ def replays_table(
         view = view.with_columns(pl.col("trace").str.strip_prefix(root))
     requests = view.select("trace", "request_id").n_unique()
     about = (
-        f"{plural(view.height, 'replay row')} ({plural(requests, 'replaying request')}) "
-        f"in {plural(traces, 'trace')}"
+        f"{counted(view.height, 'replay row')} ({counted(requests, 'replaying request')}) "
+        f"in {counted(traces, 'trace')}"
         + (f" under {terminal(root)}" if root else "")
         + ", slowest response first."
     )
     notes = [about]
     if untimed:
         notes.append(
-            f"{plural(len(untimed), 'trace')} without timestamps (ordering-only): "
+            f"{counted(len(untimed), 'trace')} without timestamps (ordering-only): "
             "times show as -, outcomes and counts stand."
         )
     if "gap_ms" in shown:
@@ -303,8 +306,3 @@ def _common_folder(names: list[str]) -> str:
     except ValueError:  # absolute and relative names mixed
         return ""
     return root + os.sep if root and root not in names else ""
-
-
-def plural(count: int, noun: str, plural_form: str | None = None) -> str:
-    """`1 replay`, `2 replays`, `0 replays`; `plural_form` for the irregular ones."""
-    return f"{count} {noun if count == 1 else plural_form or noun + 's'}"
