@@ -75,7 +75,7 @@ def test_machine_formats_keep_raw_numbers(cli: Cli, trace: Path, tmp_path: Path)
 def _attributes(xml: str, names: tuple[str, ...]) -> list[str]:
     import re
 
-    return [m.group(2) for m in re.finditer(r'\b(' + "|".join(names) + r')="([^"]*)"', xml)]
+    return [m.group(2) for m in re.finditer(r"\b(" + "|".join(names) + r')="([^"]*)"', xml)]
 
 
 def test_diff_text_and_markdown(cli: Cli, tmp_path: Path) -> None:

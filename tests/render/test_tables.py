@@ -7,9 +7,9 @@ import polars as pl
 import pytest
 from rich.cells import cell_len
 
-from acp_trace.render.report.formats import DECIMALS, frame, rounded
 from acp_trace.quantities import counted as plural
 from acp_trace.quantities import ms
+from acp_trace.render.report.formats import DECIMALS, frame, rounded
 from acp_trace.render.report.tables import replays_view, shorten, table, to_text
 
 

@@ -86,11 +86,14 @@ def replay_figure(
     fig, axes = new_figure(nrows=2 if zoom or bunched else 1)
     title(fig, f"{HEADING}: {w.method} of {label(w.session)} (request id {label(w.request_id)})")
     _draw(axes[0], view, None)
+    panels = [(axes[0], view)]  # each panel with the view it shows: its lanes, its x axis
     if bunched:
         ordered = in_arrival_order(view)
         _draw(axes[1], ordered, ordered.events.height + 1.0, burst=view.events)
+        panels.append((axes[1], ordered))  # no stderr lane: phases are spans of time
     elif zoom:
         _draw(axes[1], view, zoom)
+        panels.append((axes[1], view))
     axes[0].legend(
         loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=TEXT_SIZE, borderaxespad=0
     )
@@ -103,10 +106,10 @@ def replay_figure(
     add_note(fig, notes)
     if stderr.height:
         settle_layout(axes[0])  # the phase labels are packed in pixels: the layout is final
-        for ax in axes:
-            for lane in view.lanes:
+        for ax, shown in panels:
+            for lane in shown.lanes:
                 if lane.kind == replay_stderr.KIND:
-                    replay_stderr.add_labels(ax, view, lane)
+                    replay_stderr.add_labels(ax, shown, lane)
     return fig
 
 

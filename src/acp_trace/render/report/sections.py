@@ -10,7 +10,7 @@ import polars as pl
 
 from acp_trace.analysis.latency import turn_phases
 from acp_trace.analysis.timeline import untimed_traces
-from acp_trace.quantities import count, duration
+from acp_trace.quantities import count, counted, duration
 from acp_trace.render.plots._common import plural
 from acp_trace.render.plots.gap import with_gap
 from acp_trace.render.plots.latency import PHASES
@@ -29,7 +29,10 @@ def findings(ctx: Context) -> list[Block]:
     the first one with its message. HTML adds every finding."""
     found = ctx.a.findings()
     counts = {s: found.filter(pl.col("severity") == s).height for s in SEVERITY_ORDER}
-    text = ", ".join(f"{count(n)} {s}" for s, n in counts.items()) + " (acp-trace check)."
+    text = (
+        ", ".join(f"{count(n)} info" if s == "info" else counted(n, s) for s, n in counts.items())
+        + " (acp-trace check)."
+    )  # as check's text counts them: 19 errors, 4 warnings, 0 info
     blocks: list[Block] = [Heading(2, "Findings by rule"), Paragraph(text)]
     if not found.height:
         return blocks

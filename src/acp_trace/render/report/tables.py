@@ -34,6 +34,7 @@ from acp_trace.render.escape import terminal
 RULE = box.Box("    \n    \n -- \n    \n    \n    \n    \n    \n", ascii=True)
 UNLIMITED = 100_000  # the width of a table that is not fitted to a terminal
 FOLD_LEAST = 8  # the narrowest a shortened name column gets (`@ag…acp`)
+FOLD_MIN = 5  # ... when the room is short of that for each (`@…acp`)
 ELLIPSIS = "…"
 OUTCOME_STYLES = {
     "complete": "green",
@@ -85,7 +86,9 @@ def table(
     """A rich Table of `columns` (default: all) of `df`, numbers right-aligned, headers that
     wrap at spaces. To fit `width`, the `fold` columns (ids and names: trace, agent, session,
     method, rule) are shortened in the middle with an ellipsis, each keeping a readable share;
-    the others keep their width. No cell is ever split over lines."""
+    the others keep their width. No cell is ever split over lines, and no number or other
+    unfolded cell is ever cut: a table that cannot fit even then is drawn as wide as it
+    needs (the terminal wraps its lines)."""
     columns = list(columns or df.columns)
     labels = {name: (labels or {}).get(name, label(name)) for name in columns}
     cells = {name: [cell(v, name) for v in df[name]] for name in columns}
@@ -93,8 +96,14 @@ def table(
     for name, size in widths.items():
         if name in fold:
             cells[name] = [shorten(text, size) for text in cells[name]]
+    needed = sum(widths.values()) + 2 * (len(columns) - 1) if widths else 0
     grid = Table(
-        box=RULE, show_edge=False, pad_edge=False, padding=(0, 1, 0, 0), header_style="bold"
+        box=RULE,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, 1, 0, 0),
+        header_style="bold",
+        width=needed if width is not None and needed > width else None,
     )
     for name in columns:
         grid.add_column(
@@ -155,8 +164,9 @@ def _fold_widths(
     widths = {name: w for name, w in natural.items() if name not in fold}
     room -= sum(widths.values())
     left = sorted(fold, key=lambda name: natural[name])
+    least = FOLD_LEAST if room >= FOLD_LEAST * len(left) else FOLD_MIN  # a tight terminal
     while left:
-        share = max(FOLD_LEAST, room // len(left))
+        share = max(least, room // len(left))
         if natural[left[0]] <= share:
             widths[left[0]] = natural[left[0]]
             room -= natural[left[0]]
@@ -194,7 +204,7 @@ def to_text(renderable: RenderableType, width: int | None = None, *, color: bool
         highlight=False,
         legacy_windows=False,
     )
-    console.print(renderable)
+    console.print(renderable, crop=False)  # a table too wide to fit is whole, not cut
     return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
 
 
@@ -211,7 +221,7 @@ DEFAULT_COLUMNS = (
     "response_ms",
 )
 REPLAY_LABELS = {"agent_version": "version"}
-FOLD = ("trace", "agent", "session", "parent_session", "request_id")
+FOLD = ("trace", "agent", "session", "parent_session", "request_id", "gap_source")
 
 
 def replays_view(replays: pl.DataFrame) -> pl.DataFrame:
