@@ -60,7 +60,10 @@ def trimmed(value: float, decimals: int = 2) -> str:
 
 
 def percent(value: float, *, sign: bool = True) -> str:
-    """A percentage without decimals: `+12%`, `-1,250%`."""
+    """A percentage without decimals: `+12%`, `-1,250%`; `0%` for what rounds to zero (never
+    `-0%`)."""
+    if round(value) == 0:
+        return "0%"
     return f"{value:+,.0f}%" if sign else f"{value:,.0f}%"
 
 
