@@ -23,7 +23,7 @@ from acp_trace.cli.app import (
 from acp_trace.cli.targets import binary_output, directory_output, file_output, guard, note
 from acp_trace.cli.terminal import emit, step
 from acp_trace.errors import AcpTraceError, OutputError, UsageError
-from acp_trace.quantities import count, counted
+from acp_trace.quantities import counted
 
 if TYPE_CHECKING:
     from acp_trace.analysis import Analysis
@@ -284,8 +284,8 @@ def append_dataset(
     warn_fleet(result)
     w = result.written
     emit(
-        f"{dataset}: {count(w.get('traces', 0))} new traces ({count(w.get('known', 0))} already "
-        f"in the dataset): {count(w.get('records', 0))} records, {count(w.get('replays', 0))} "
-        f"replays, {count(w.get('findings', 0))} findings, {count(w.get('turns', 0))} turns\n"
+        f"{dataset}: {w.get('traces', 0)} new traces ({w.get('known', 0)} already in the "
+        f"dataset): {w.get('records', 0)} records, {w.get('replays', 0)} replays, "
+        f"{w.get('findings', 0)} findings, {w.get('turns', 0)} turns\n"
     )
     exit_if_failed(result)

@@ -14,8 +14,7 @@ import polars as pl
 from acp_trace.errors import InputError, UsageError
 from acp_trace.fleet.partition import partition
 from acp_trace.fleet.result import FleetResult, concat
-from acp_trace.fleet.work import Part, analyze_part
-from acp_trace.quantities import count
+from acp_trace.fleet.work import COMPUTED, Part, analyze_part
 from acp_trace.trace.paths import Found, find_traces
 from acp_trace.trace.pool import (
     die_with_parent,
@@ -55,18 +54,18 @@ def run(
     that yields none); a partition that fails is retried `retries` times, then run file by
     file, and the files that still fail are listed in `failed`.
     """
-    unknown = sorted(set(tables or ()) - set(Part.tables))
+    unknown = sorted(set(tables or ()) - set(COMPUTED))
     if unknown:
-        raise UsageError(f"tables={unknown}: expected some of {', '.join(Part.tables)}")
+        raise UsageError(f"tables={unknown}: expected some of {', '.join(COMPUTED)}")
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
     found = list(found) if found is not None else find_traces(paths)
     executor = _executor(workers, scheduler, client)
-    how_many = partitions or max(1, executor.workers * PARTS_PER_WORKER)
+    count = partitions or max(1, executor.workers * PARTS_PER_WORKER)
     target = None if dataset is None else os.fspath(dataset)
     parts = [
         Part(i, tuple(run_), fmt, marker_meta, target, schema, tables or Part.tables)
-        for i, run_ in enumerate(partition(found, how_many))
+        for i, run_ in enumerate(partition(found, count))
     ]
     try:
         outcomes = executor.map(analyze, parts, retries)
@@ -75,9 +74,7 @@ def run(
         executor.close()
     if not results:
         first = f"{failed[0][0]}: {failed[0][1]}" if failed else "no partition"
-        raise InputError(
-            f"no trace could be analyzed ({count(len(failed))} failed; first: {first})"
-        )
+        raise InputError(f"no trace could be analyzed ({len(failed)} failed; first: {first})")
     out = concat(results)
     check_roots(found, out["skipped"])
     return FleetResult(
@@ -92,6 +89,7 @@ def run(
             failed, schema={"trace": pl.String, "problem": pl.String}, orient="row"
         ),
         partitions=len(parts),
+        losses=out["losses"],
         written=_written(results),
     )
 
