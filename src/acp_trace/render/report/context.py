@@ -142,6 +142,7 @@ WHERE = {  # where the rows a cap leaves out are
     "finding": "see acp-trace check",
     "latency row": "see acp-trace latency --by agent",
     "skipped file": "acp-trace summary lists them all",
+    "trace that lacks lines": "acp-trace summary says what each lacks",
     "replay row": "every row is in report.html and replays.csv beside this report",
 }
 

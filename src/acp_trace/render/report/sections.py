@@ -152,6 +152,7 @@ def inputs(ctx: Context) -> list[Block]:
     losses = ctx.a.losses
     if losses.height:
         lacking = losses.height
+        shown, more = capped(ctx, losses, ctx.limits.skipped, "trace that lacks lines")
         blocks += [
             Heading(2, "Recordings that lack lines"),
             Paragraph(
@@ -162,9 +163,10 @@ def inputs(ctx: Context) -> list[Block]:
             Bullets(
                 [
                     f"{ctx.trace(r['trace'])}: {'; '.join(loss_lines(r))}"
-                    for r in losses.iter_rows(named=True)
+                    for r in shown.iter_rows(named=True)
                 ]
             ),
+            *more,
         ]
     untimed = untimed_traces(ctx.a.timeline)
     if untimed:
