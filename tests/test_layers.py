@@ -22,6 +22,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "jsonrpc": set(),
     "files": set(),
     "processes": set(),
+    "quantities": set(),
     "credentials": set(),
     "trace": set(),
     "record": {"trace.format"},
@@ -41,7 +42,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "": {"*"},
     "__main__": {"*"},
 }
-SHARED = {"errors", "jsonrpc", "files", "processes", "credentials"}
+SHARED = {"errors", "jsonrpc", "files", "processes", "quantities", "credentials"}
 
 
 def _module_name(path: Path) -> str:

@@ -144,10 +144,36 @@ def test_diff_text_fits_the_terminal(cli: Cli, tmp_path: Path) -> None:
     out = cli("diff", str(base), "--", str(new), width=80).out
     assert max(map(len, out.splitlines())) <= 80
     lines = out.splitlines()
-    assert f"gap {AGENT} session/resume:" in lines
+    title = next(line for line in lines if line.startswith("gap "))
+    assert title.endswith(" session/resume (samples: BASE 3, NEW 3):") and "…" in title
     rule = next(i for i, line in enumerate(lines) if line and set(line) == {"-"})
     assert [line.split()[:2] for line in lines[rule + 1 : rule + 3]] == [
-        ["p50", "401.0"], ["p90", "1281.0"]
+        ["p50", "401.0"], ["p90", "1,281.0"]
     ]  # fmt: skip
     piped = cli("diff", str(base), "--", str(new), width=None).out
     assert AGENT in piped and "…" not in piped
+
+
+def test_no_number_is_cut_to_fit(cli: Cli, tmp_path: Path) -> None:
+    """The bundled samples at 80 columns (a vendor gap source, `complete_failed`, UUIDs): the
+    table fits by shortening names and the gap source, and every time is whole; at 50
+    columns, too narrow for the numbers, the table is drawn wider than the terminal rather
+    than cutting a number."""
+    import shutil
+
+    from testpaths import SAMPLES
+
+    shutil.copytree(SAMPLES, tmp_path / "samples")
+    data = orjson.loads(cli("replays", "samples", "--format", "json").out)
+    times = {f"{r['response_ms']:,.1f}" for r in data if r["response_ms"] is not None}
+    at80 = cli("replays", "samples", width=80).out
+    assert max(map(len, at80.splitlines()[:-4])) <= 80
+    assert "…" in at80 and "vendor:jetbrains.air.loadReplayEnd" not in at80
+    for out in (at80, cli("replays", "samples", width=50).out):
+        lines = out.splitlines()
+        rule = next(i for i, line in enumerate(lines) if line and set(line) == {"-"})
+        rows = lines[rule + 1 : rule + 1 + len(data)]
+        shown = {line.split()[-1] for line in rows}
+        missing = {t for t in times if float(t.replace(",", "")) >= 10} - shown
+        assert not missing, (missing, out)
+        assert not any(c.endswith("…") and c[0].isdigit() for c in " ".join(rows).split())

@@ -81,4 +81,4 @@ def test_report_says_what_it_counts_with_separators(cli: Cli, trace: Path) -> No
     md = (trace.parent / "out" / "report.md").read_text()
     assert "3 replays (one per session, children included) in 2 replaying requests" in md
     ctx = Context(None, MARKDOWN, {}, pl.DataFrame())  # type: ignore[arg-type]
-    assert ctx.cell(1234567) == "1,234,567" and ctx.cell(1359.5) == "1,360"
+    assert ctx.cell(1234567) == "1,234,567" and ctx.cell(1359.5) == "1,359.5"

@@ -363,7 +363,7 @@ def test_a_missing_extra_is_one_line_naming_it(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 2
     assert done.stderr == (
-        "acp-trace: mcp needs the MCP SDK, which is not installed: pip install 'acp-trace[mcp]'\n"
+        "acp-trace: mcp needs the MCP SDK, which is not installed: pip install -e '.[mcp]' in the acp-trace clone\n"
     )
 
 

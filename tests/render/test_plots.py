@@ -187,9 +187,9 @@ def test_gap_of_one_replay_is_one_labelled_value_on_a_plain_ms_axis(tmp_path: Pa
 
 
 def plots_ms(value: float) -> str:
-    from acp_trace.render.plots._common import ms
+    from acp_trace.quantities import duration
 
-    return ms(value)
+    return duration(value)
 
 
 def test_gap_of_two_close_replays_labels_both_apart(tmp_path: Path) -> None:

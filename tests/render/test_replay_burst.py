@@ -53,3 +53,27 @@ def test_spread_updates_keep_the_time_zoom(tmp_path: Path) -> None:
     """Updates 1 ms apart: no arrival-order panel; the zoom (if any) is on time."""
     fig = plots.replay(analyze(str(burst(tmp_path / "t.jsonl", 1.0))))
     assert all(ax.get_xlabel() != "update, in arrival order" for ax in fig.axes)
+
+
+def test_a_burst_zoom_shows_no_phase_labels_of_the_time_axis(tmp_path: Path) -> None:
+    """The arrival-order panel has no stderr lane: the phases the agent logged (a time span
+    each) are labelled in the time panel only, never on the update-number axis below it
+    (claude-agent-acp-v1-load-air's report once showed them there, pointing off the chart)."""
+    b = TraceBuilder(agent="agent-x", version="1.0")
+    rid = b.resume("s1", dt=1)
+    b.text("stderr", "[resume] sessionId=s1 phase=read-transcript durationMs=400", dt=400)
+    b.update("s1", "user_message", dt=1, messageId="m0", content=[])
+    b.history("s1", 15, dt=0)
+    b.marker("s1", dt=0)
+    b.text("stderr", "[session/create] sessionId=s1 phase=sdk-initialize durationMs=850", dt=850)
+    b.response(rid, {}, dt=10)
+    fig = plots.replay(analyze(str(b.write(tmp_path / "t.jsonl"))))
+    assert fig.axes[1].get_xlabel() == "update, in arrival order"
+    fig.canvas.draw()
+
+    def labels(ax: object) -> list[str]:
+        found = ax.findobj(lambda a: str(a.get_gid() or "").startswith("phase-label:"))  # type: ignore[attr-defined]
+        return [t.get_text() for t in found]
+
+    assert "sdk-initialize 850 ms" in labels(fig.axes[0])
+    assert labels(fig.axes[1]) == []

@@ -16,7 +16,7 @@ from matplotlib.text import Text
 from matplotlib.transforms import Bbox
 
 from acp_trace import analyze, plots
-from acp_trace.render.plots.replay_stderr import duration
+from acp_trace.quantities import trimmed
 from testpaths import SAMPLES
 from tracebuilder import TraceBuilder
 
@@ -220,4 +220,4 @@ def test_phase_names_from_stderr_are_safe_labels(tmp_path: Path) -> None:
 )
 def test_duration_is_written_as_logged(value: float, text: str) -> None:
     """Whole milliseconds without decimals, thousands separated; fractions to two places."""
-    assert duration(value) == text
+    assert f"{trimmed(value)} ms" == text

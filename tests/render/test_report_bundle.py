@@ -20,7 +20,9 @@ from typer.testing import CliRunner
 
 from acp_trace import analyze
 from acp_trace.cli import app
-from acp_trace.render.plots._common import ms
+from acp_trace.quantities import counted
+from acp_trace.quantities import duration as ms
+from acp_trace.quantities import ms as table_ms
 from acp_trace.render.report import bundle, document
 from acp_trace.render.report.bundle import CHARTS, MARKDOWN_LIMIT, markdown_report, write_report
 from acp_trace.render.report.context import HTML, MARKDOWN, context
@@ -42,7 +44,7 @@ KEPT = "\n\u200d"  # newlines, and the zero width joiner of emoji sequences
 
 def cell(value: float) -> str:
     """A number as the report's tables show it."""
-    return ms(value).removesuffix(" ms")
+    return table_ms(value)
 
 
 SCRIPT = "<script>alert(1)</script>"
@@ -177,7 +179,8 @@ def test_report_puts_the_key_facts_first_and_the_replay_table_last(tmp_path: Pat
     findings = a.findings()
     counts = {s: findings.filter(pl.col("severity") == s).height for s in ("error", "warning")}
     assert counts["error"] > 0
-    assert f"{counts['error']} error, {counts['warning']} warning" in text
+    said = f"{counted(counts['error'], 'error')}, {counted(counts['warning'], 'warning')}"
+    assert said in text  # as check's text counts them
     assert "| error | marker-missing | 1 | 1 | bad.jsonl |" in text
     assert "```sh\nacp-trace report x -o 'my dir'\n```" in text
     last = tables[-1]

@@ -7,8 +7,10 @@ import polars as pl
 import pytest
 from rich.cells import cell_len
 
+from acp_trace.quantities import counted as plural
+from acp_trace.quantities import ms
 from acp_trace.render.report.formats import DECIMALS, frame, rounded
-from acp_trace.render.report.tables import ms, plural, replays_view, shorten, table, to_text
+from acp_trace.render.report.tables import replays_view, shorten, table, to_text
 
 
 @pytest.mark.parametrize(
@@ -20,7 +22,8 @@ from acp_trace.render.report.tables import ms, plural, replays_view, shorten, ta
         (3.05, "3.05"),
         (9.999, "10.00"),
         (87.32291099999998, "87.3"),
-        (1652.3, "1652.3"),
+        (1652.3, "1,652.3"),
+        (19019.5, "19,019.5"),
         (-2.5, "-2.50"),
     ],
 )
@@ -36,6 +39,7 @@ def test_ms_keeps_three_or_four_significant_digits(value: float, text: str) -> N
         (1, "replay", "1 replay"),
         (2, "session", "2 sessions"),
         (1, "gap", "1 gap"),
+        (19019, "history update", "19,019 history updates"),
     ],
 )
 def test_plural(count: int, noun: str, text: str) -> None:
@@ -64,7 +68,7 @@ def test_a_table_fits_by_shortening_the_long_columns() -> None:
     assert max(map(len, lines)) <= 40 and len(lines) == 5  # 2 header lines, rule, 2 rows
     row = lines[3].split()
     assert row[0].startswith("0198") and row[0].endswith("x-tail") and "…" in row[0]
-    assert row[1] == "1234.5"
+    assert row[1] == "1,234.5"
     wide = to_text(table(df, fold=("session",)))
     assert len(wide.splitlines()) == 4  # header, rule, a line per row
     assert session in wide and "…" not in wide

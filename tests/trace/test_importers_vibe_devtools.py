@@ -139,3 +139,16 @@ def test_a_real_vibe_log_converts_to_a_v1_load() -> None:
         row["response_ms"] > 0
         and a.headers[str(DATA / "vibe-3.0.3-session-load.jsonl")]["timing"] == "source"
     )
+
+
+@pytest.mark.parametrize("odd", [[], {}, ["in"], None, 1])
+def test_a_vibe_line_whose_dir_is_no_text_is_no_log_line(tmp_path: Path, odd: Any) -> None:
+    """A line whose `dir` is a list or an object (unhashable) is not a log line: the rest of
+    the log converts, nothing crashes (hypothesis found `dir: []` raising TypeError)."""
+    lines = (DATA / "vibe-messages.jsonl.1").read_text().splitlines()
+    first = json.loads(lines[0])
+    first["dir"] = odd
+    path = tmp_path / "vibe-messages.jsonl"
+    path.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    traces = convert(path, "vibe")
+    assert traces and all(records for records in traces.values())

@@ -108,7 +108,7 @@ def test_the_screen_without_textual_names_the_extra(
     result = cli("watch", "--format", "screen", ".")
     assert (result.code, result.err) == (
         2,
-        "acp-trace: watch on a terminal needs Textual: pip install 'acp-trace[watch]' "
+        "acp-trace: watch on a terminal needs Textual: pip install -e '.[watch]' in the acp-trace clone "
         "(or use --format jsonl)\n",
     )
 

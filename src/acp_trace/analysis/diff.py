@@ -23,6 +23,7 @@ from numpy.typing import NDArray
 
 from acp_trace.analysis.diff_counts import finding_counts, flips, outcome_counts
 from acp_trace.analysis.front import Analysis, Paths, analyze
+from acp_trace.quantities import count, fixed, percent
 
 STATS = {"p50": 50.0, "p90": 90.0}
 REGRESSION, IMPROVEMENT = "regression", "improvement"
@@ -77,9 +78,9 @@ class Diff:
         """One sentence per regression flagged (metrics, flips to a worse outcome, new kinds of
         bad outcome, new error rules); empty when nothing got worse."""
         out = [
-            f"{r['metric']} {r['stat']} of {r['agent']} {r['method']}: {r['base_ms']:.1f} -> "
-            f"{r['new_ms']:.1f} ms ({r['change_pct']:+.0f}%, {self.ci_text()} "
-            f"[{r['ci_low_ms']:+.1f}, {r['ci_high_ms']:+.1f}] ms)"
+            f"{r['metric']} {r['stat']} of {r['agent']} {r['method']}: {fixed(r['base_ms'], 1)} -> "
+            f"{fixed(r['new_ms'], 1)} ms ({percent(r['change_pct'])}, {self.ci_text()} "
+            f"[{fixed(r['ci_low_ms'], 1, sign=True)}, {fixed(r['ci_high_ms'], 1, sign=True)}] ms)"
             for r in self.metrics.filter(pl.col("verdict") == REGRESSION).iter_rows(named=True)
         ]
         out += [
@@ -88,11 +89,11 @@ class Diff:
             for r in self.flips.filter(pl.col("worse")).iter_rows(named=True)
         ]
         out += [
-            f"{r['agent']} {r['method']}: {r['new_count']} {r['outcome']} in NEW, none in BASE"
+            f"{r['agent']} {r['method']}: {count(r['new_count'])} {r['outcome']} in NEW, none in BASE"
             for r in self.outcomes.filter(pl.col("worse")).iter_rows(named=True)
         ]
         out += [
-            f"rule {r['rule']} ({r['severity']}): {r['new_count']} in NEW, none in BASE"
+            f"rule {r['rule']} ({r['severity']}): {count(r['new_count'])} in NEW, none in BASE"
             for r in self.findings.filter(
                 (pl.col("change") == "new") & (pl.col("severity") == "error")
             ).iter_rows(named=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from acp_trace.errors import UsageError
+from acp_trace.quantities import count
 
 SHOWN = 10  # choices listed before "and N more"
 
@@ -13,7 +14,7 @@ def listing(choices: Sequence[str]) -> str:
     """`a, b, c`, or the first SHOWN and `and N more`."""
     shown = ", ".join(choices[:SHOWN])
     more = len(choices) - SHOWN
-    return shown + (f" and {more} more" if more > 0 else "")
+    return shown + (f" and {count(more)} more" if more > 0 else "")
 
 
 def no_match(option: str, value: str, among: str, choices: Sequence[str]) -> UsageError:

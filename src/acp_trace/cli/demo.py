@@ -10,6 +10,7 @@ import typer
 from acp_trace.cli.app import app
 from acp_trace.cli.numbers import Number
 from acp_trace.cli.terminal import warn
+from acp_trace.quantities import counted
 
 Faults = Annotated[
     list[str] | None,
@@ -52,10 +53,10 @@ def demo(
     folder = chosen or Path(tempfile.mkdtemp(prefix="acp-trace-demo-"))  # kept: the report
     with steps("demo") as progress:
         traces = demo_mod.run_demo(folder, progress=progress)
-        progress(len(traces), len(traces), f"recorded {len(traces)} traces in {folder}")
+        progress(len(traces), len(traces), f"recorded {counted(len(traces), 'trace')} in {folder}")
         made = demo_mod.build_outputs(traces, folder, progress=progress, width=width())
     files = made.report
-    where = f"\nReport: {files.html} (also {files.markdown.name}, {len(files.charts)} charts)\n"
+    where = f"\nReport: {files.html} (also {files.markdown.name}, {counted(len(files.charts), 'chart')})\n"
     emit(made.summary + where)
 
 

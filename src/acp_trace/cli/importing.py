@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from acp_trace.cli.app import From, app
+from acp_trace.quantities import count, counted
 
 
 @app.command("import")
@@ -55,7 +56,7 @@ def import_(
         importers.write_trace(target, lines)
         facts = importers.header_summary(lines)
         notes = "".join(
-            f", {facts[key]} {key}" for key in ("unconverted", "ambiguous") if facts[key]
+            f", {count(facts[key])} {key}" for key in ("unconverted", "ambiguous") if facts[key]
         )
-        records = f"{facts['records']} record" + ("" if facts["records"] == 1 else "s")
+        records = counted(facts["records"], "record")
         side_note(f"{name} -> {target}: {records}, {facts['timing']}{notes}\n", output)

@@ -13,7 +13,7 @@ import typer
 from acp_trace.cli.app import From, MarkerMeta, app
 from acp_trace.errors import InputError, UsageError
 
-EXTRA = "pip install 'acp-trace[mcp]'"
+EXTRA = "pip install -e '.[mcp]' in the acp-trace clone"
 
 
 @app.command()
@@ -33,8 +33,8 @@ def mcp(
     findings, latency, diff, timeline, charts.
 
     Add it to a host: claude mcp add acp-trace -- acp-trace mcp DIR (see the README). The
-    folder is read again when it changes; nothing is written. Needs the extra: pip install
-    'acp-trace[mcp]'.
+    folder is read again when it changes; nothing is written. Needs the extra: pip install -e
+    '.[mcp]' in the acp-trace clone.
     """
     try:
         from acp_trace.mcpserver.server import serve

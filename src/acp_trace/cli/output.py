@@ -23,6 +23,7 @@ from acp_trace.cli.app import (
 from acp_trace.cli.targets import binary_output, directory_output, file_output, guard, note
 from acp_trace.cli.terminal import emit, step
 from acp_trace.errors import AcpTraceError, OutputError, UsageError
+from acp_trace.quantities import counted
 
 if TYPE_CHECKING:
     from acp_trace.analysis import Analysis
@@ -61,7 +62,9 @@ def report(
     command = shown_command(["acp-trace", *sys.argv[1:]])
     with step("writing the report (charts, report.md, report.html)"):
         files = write_report(a, output, command=command, redact_content=not no_redact_content)
-    emit(f"wrote {files.markdown}, {files.html}, {files.csv} and {len(files.charts)} charts\n")
+    emit(
+        f"wrote {files.markdown}, {files.html}, {files.csv} and {counted(len(files.charts), 'chart')}\n"
+    )
     if files.failed:
         from acp_trace.cli.terminal import warn
 

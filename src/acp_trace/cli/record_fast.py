@@ -112,6 +112,7 @@ def warn(message: str) -> None:
 def run(options: Any) -> int:
     """Record; the agent's exit code (an acp-trace error is one line and exit 2)."""
     from acp_trace.errors import AcpTraceError
+    from acp_trace.quantities import count
     from acp_trace.record.tap import record
 
     try:
@@ -121,7 +122,7 @@ def run(options: Any) -> int:
         sys.exit(2)
     if result.dropped and result.write_error is None:
         warn(
-            f"{result.trace}: {result.dropped} records were dropped (the writer could not keep"
+            f"{result.trace}: {count(result.dropped)} records were dropped (the writer could not keep"
             " up; --queue-bytes holds more)"
         )
     return result.exit_code

@@ -12,7 +12,7 @@ import typer
 from acp_trace.cli.app import MarkerMeta, app
 from acp_trace.errors import UsageError
 
-WATCH_EXTRA = "pip install 'acp-trace[watch]'"
+WATCH_EXTRA = "pip install -e '.[watch]' in the acp-trace clone"
 
 
 @app.command()

@@ -23,6 +23,7 @@ from acp_trace.demo.rpc import ConnectionClosed, Endpoint, Message, wait_limit
 from acp_trace.errors import RecordError
 from acp_trace.files import writing
 from acp_trace.jsonrpc import AIR_CLIENT_META, METHOD_NOT_FOUND
+from acp_trace.quantities import count, seconds
 
 CLIENT_NAME = "acp-trace-demo-client"
 
@@ -255,7 +256,9 @@ def format_result(result: ClientResult) -> str:
         status = "ok" if ex.error_code is None else f"error {ex.error_code}"
         status = status if ex.answered else "no response"
         where = f" {ex.session}" if ex.session else ""
-        lines.append(f"{ex.method}{where}: {status}, {ex.updates} updates, {ex.seconds:.3f} s")
+        lines.append(
+            f"{ex.method}{where}: {status}, {count(ex.updates)} updates, {seconds(ex.seconds)}"
+        )
     if not result.finished:
         lines.append(f"not finished: {result.problem}")
     return "\n".join(lines) + "\n"

@@ -19,6 +19,7 @@ from acp_trace.analysis import Analysis
 from acp_trace.demo.client import ClientOptions, run_client
 from acp_trace.errors import RecordError
 from acp_trace.files import output_dir
+from acp_trace.quantities import count, counted
 from acp_trace.render.report.bundle import ReportFiles
 
 DEMO_CWD = "/home/user/project"
@@ -119,7 +120,7 @@ def build_outputs(
     from acp_trace.render.report.bundle import write_report
 
     if progress is not None:
-        progress(0, 2, f"analyzing {len(traces)} traces")
+        progress(0, 2, f"analyzing {counted(len(traces), 'trace')}")
     a = analyze(traces)
     text = summary_text(a, width)
     if progress is not None:
@@ -151,7 +152,7 @@ def summary_text(a: Analysis | list[Path], width: int | None = None) -> str:
     replays = replays_table(a.replays, DEMO_COLUMNS, width=width)
     findings = a.findings().with_columns(pl.col("trace").str.split("/").list.last())
     out = ["Replays (one row per replaying request and session):\n", to_text(replays, width)]
-    out.append(f"\nFindings ({findings.height}):\n")
+    out.append(f"\nFindings ({count(findings.height)}):\n")
     if findings.height:
         out.append(format_table(findings, ["rule", "severity", "trace", "session", "seq"], width))
     return "".join(out)

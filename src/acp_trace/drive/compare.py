@@ -19,6 +19,7 @@ from acp_trace.analysis.diff_counts import GOOD_OUTCOMES, finding_counts, flips,
 from acp_trace.analysis.front import Analysis, analyze
 from acp_trace.drive.player import PlayResult
 from acp_trace.jsonrpc import id_key
+from acp_trace.quantities import count, fixed
 
 
 @dataclass(frozen=True)
@@ -177,7 +178,9 @@ def regressions(
         if r["recorded"] == "ok" and r["this_run"] != "ok":
             out.append(f"{_request(r)}: ok in the recording, {r['this_run']} in this run")
         elif threshold.exceeded(r["recorded_ms"], r["this_run_ms"]):
-            out.append(f"{_request(r)}: {r['recorded_ms']:.1f} -> {r['this_run_ms']:.1f} ms")
+            out.append(
+                f"{_request(r)}: {fixed(r['recorded_ms'], 1)} -> {fixed(r['this_run_ms'], 1)} ms"
+            )
     for r in cmp.flips.filter(pl.col("worse")).iter_rows(named=True):
         out.append(
             f"request {numbers.get(r['request_id'], '?')} {r['method']} on {r['session']}: replay "
@@ -186,7 +189,9 @@ def regressions(
     flipped = set(cmp.flips["new_outcome"].to_list())
     for r in cmp.outcomes.filter(pl.col("worse")).iter_rows(named=True):
         if r["outcome"] not in flipped:
-            out.append(f"{r['method']}: {r['new_count']} {r['outcome']} replays, none recorded")
+            out.append(
+                f"{r['method']}: {count(r['new_count'])} {r['outcome']} replays, none recorded"
+            )
     for r in cmp.replays.iter_rows(named=True):
         if r["recorded_outcome"] in GOOD_OUTCOMES and r["this_run_outcome"] is None:
             out.append(
@@ -196,11 +201,11 @@ def regressions(
         if threshold.exceeded(r["recorded_gap_ms"], r["this_run_gap_ms"]):
             out.append(
                 f"request {r['n']} {r['method']} on {r['session']}: gap "
-                f"{r['recorded_gap_ms']:.1f} -> {r['this_run_gap_ms']:.1f} ms"
+                f"{fixed(r['recorded_gap_ms'], 1)} -> {fixed(r['this_run_gap_ms'], 1)} ms"
             )
     new_errors = cmp.findings.filter((pl.col("change") == "new") & (pl.col("severity") == "error"))
     for r in new_errors.iter_rows(named=True):
-        out.append(f"rule {r['rule']} (error): {r['new_count']} in this run, none recorded")
+        out.append(f"rule {r['rule']} (error): {count(r['new_count'])} in this run, none recorded")
     return out
 
 

@@ -6,19 +6,29 @@ from __future__ import annotations
 import polars as pl
 
 from acp_trace.drive.run import DriveOutcome
+from acp_trace.quantities import count, fixed
 from acp_trace.render.escape import terminal
 from acp_trace.render.report.text import format_table
 
 ARROW = " -> "
 
 
-def _pair(df: pl.DataFrame, name: str, label: str) -> pl.Expr:
+def _text(value: object) -> str:
+    """A value of the comparison as a person reads it: ms to 0.1, counts with separators."""
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return fixed(value, 1)
+    return count(value) if isinstance(value, int) and not isinstance(value, bool) else str(value)
+
+
+def _pair(df: pl.DataFrame, name: str, label: str) -> pl.Series:
     """`RECORDED -> THIS RUN` in one text cell (just one value when both are the same)."""
-    rec, run = (pl.col(f"{side}_{name}") for side in ("recorded", "this_run"))
-    if df.schema[f"recorded_{name}"].is_float():
-        rec, run = rec.round(1), run.round(1)
-    rec, run = rec.cast(pl.String).fill_null("-"), run.cast(pl.String).fill_null("-")
-    return pl.when(rec == run).then(rec).otherwise(rec + ARROW + run).alias(label)
+    pairs = zip(df[f"recorded_{name}"].to_list(), df[f"this_run_{name}"].to_list(), strict=True)
+    cells = [(_text(rec), _text(run)) for rec, run in pairs]
+    return pl.Series(
+        label, [rec if rec == run else rec + ARROW + run for rec, run in cells], pl.String
+    )
 
 
 def _requests(df: pl.DataFrame) -> pl.DataFrame:
@@ -49,11 +59,13 @@ def format_drive(outcome: DriveOutcome, width: int | None = None) -> str:
     steps = len(script.steps)
     out = [
         f"drove {terminal(script.name)} (protocol {script.protocol}) -> {terminal(str(result.trace))}\n",
-        f"client messages sent: {len(result.sent)} of {steps}",
+        f"client messages sent: {count(len(result.sent))} of {count(steps)}",
         f"; sessions: {_sessions(result.sessions)}\n" if result.sessions else "\n",
     ]
     if script.other_traces:
-        out.append(f"(the recording holds {script.other_traces} more traces; drove the first)\n")
+        out.append(
+            f"(the recording holds {count(script.other_traces)} more traces; drove the first)\n"
+        )
     out.append(f"\nRequests (recorded{ARROW}this run, where they differ):\n")
     out.append(format_table(_requests(cmp.requests), None, width))
     if cmp.replays.height:
@@ -71,7 +83,7 @@ def format_drive(outcome: DriveOutcome, width: int | None = None) -> str:
     out += _agent_requests(outcome)
     out += [f"\nnote: {terminal(n)}\n" for n in result.notes]
     if cmp.regressions:
-        out.append(f"\nRegressions against the recording ({len(cmp.regressions)}):\n")
+        out.append(f"\nRegressions against the recording ({count(len(cmp.regressions))}):\n")
         out += [f"  {terminal(r)}\n" for r in cmp.regressions]
     else:
         out.append("\nNo regression against the recording.\n")
@@ -89,7 +101,7 @@ def _agent_requests(outcome: DriveOutcome) -> list[str]:
     out = ["\nAgent requests (this run asked / the recording answered):\n"]
     for method in sorted(set(result.asked) | set(answers)):
         out.append(
-            f"  {terminal(method)}: {result.asked[method]} / {len(answers.get(method, []))}\n"
+            f"  {terminal(method)}: {count(result.asked[method])} / {count(len(answers.get(method, [])))}\n"
         )
     out += [f"  unanswerable: {terminal(u)}\n" for u in result.unanswerable]
     return out

@@ -4,6 +4,6 @@ agent (Claude Code, Zed, any MCP host) can ask the traces what the CLI would ans
 `store` (the traces, read again when they change), `paging` (every answer bounded, with a
 cursor), `answers`, `explain` and `timeline` (the tools' answers, from the library's tables),
 `server` (the tools on the official `mcp` SDK). The SDK is an extra:
-`pip install 'acp-trace[mcp]'`. Named `mcpserver` so that it never stands for the SDK's
+`pip install -e '.[mcp]'` in the clone. Named `mcpserver` so that it never stands for the SDK's
 `mcp` package.
 """

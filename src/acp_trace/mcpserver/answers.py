@@ -16,6 +16,7 @@ from acp_trace.analysis.summary import summarize
 from acp_trace.errors import UsageError
 from acp_trace.mcpserver.paging import Page, bounded
 from acp_trace.mcpserver.store import Loaded
+from acp_trace.quantities import count
 from acp_trace.render.report.formats import DECIMALS, rows_json
 
 SKIPPED_NOTE = "files under the folder that are no trace (read, then passed over)"
@@ -107,11 +108,13 @@ def problems(r: dict[str, Any]) -> list[str]:
     """What went wrong while recording or reading the trace, one sentence each."""
     out = []
     if r["malformed"]:
-        out.append(f"{r['malformed']} malformed lines (first: {r['malformed_lines'][:5]})")
+        out.append(f"{count(r['malformed'])} malformed lines (first: {r['malformed_lines'][:5]})")
     if r["lost_records"]:
-        out.append(f"{r['lost_records']} records lost in {r['lost_gaps'] or 1} gaps of seq")
+        out.append(
+            f"{count(r['lost_records'])} records lost in {count(r['lost_gaps'] or 1)} gaps of seq"
+        )
     if r["dropped"]:
-        out.append(f"{r['dropped']} lines dropped by the tap")
+        out.append(f"{count(r['dropped'])} lines dropped by the tap")
     out += [f"recorder error at seq {e['seq']}: {e['message']}" for e in r["tap_errors"] or []]
     if r["trace_removed"]:
         out.append("the trace was removed while recording")

@@ -19,7 +19,7 @@ from acp_trace.errors import UsageError
 from acp_trace.jsonrpc import INVALID_PARAMS, id_json, json_text
 from acp_trace.mcpserver.paging import Page, bounded
 from acp_trace.mcpserver.store import Loaded
-from acp_trace.render.plots._common import ms
+from acp_trace.quantities import count, duration
 from acp_trace.render.plots.replay_window import Pick, no_match, window_events, window_stderr
 from acp_trace.render.report.formats import rows_json
 
@@ -129,21 +129,21 @@ def time_sentence(r: dict[str, Any]) -> str:
     response = r.get("response_ms")
     if response is None:
         return "no response was recorded, so no time to it (see end)"
-    parts = [f"the response came {ms(response)} after the request"]
+    parts = [f"the response came {duration(response)} after the request"]
     if r.get("first_update_ms") is not None:
-        parts.append(f"the first update at {ms(r['first_update_ms'])}")
+        parts.append(f"the first update at {duration(r['first_update_ms'])}")
     if r.get("last_history_ms") is not None:
         parts.append(
-            f"the last of {r['history_updates']:,} history updates at {ms(r['last_history_ms'])}"
+            f"the last of {count(r['history_updates'])} history updates at {duration(r['last_history_ms'])}"
         )
     if r.get("marker_to_response_ms") is not None:
         parts.append(
-            f"the marker at {ms(r['marker_ms'])}, then a gap of "
-            f"{ms(r['marker_to_response_ms'])} to the response"
+            f"the marker at {duration(r['marker_ms'])}, then a gap of "
+            f"{duration(r['marker_to_response_ms'])} to the response"
         )
     elif r.get("last_history_to_response_ms") is not None:
         parts.append(
-            f"no marker: a gap of {ms(r['last_history_to_response_ms'])} from the last history "
+            f"no marker: a gap of {duration(r['last_history_to_response_ms'])} from the last history "
             "update to the response"
         )
     return "; ".join(parts)
@@ -167,7 +167,7 @@ def slowest_part(r: dict[str, Any], phase: str | None) -> str | None:
     if not known:
         return None
     name, took = max(known.items(), key=lambda kv: kv[1])
-    text = f"{name}: {ms(took)} of {ms(response)} ({took / response:.0%})"
+    text = f"{name}: {duration(took)} of {duration(response)} ({took / response:.0%})"
     if name == "the gap after the replay" and phase:
         text += f"; inside the gap the agent's stderr names {phase}"
     return text
@@ -193,8 +193,8 @@ def sessions(w: Window, tl: pl.DataFrame, rows: pl.DataFrame) -> list[dict[str, 
     for r in rows_json(rows):
         steps = [
             (r["first_update_ms"], "first update"),
-            (r["last_history_ms"], f"last history update ({r['history_updates']:,} in all, "
-                                   f"{r['history_bytes']:,} bytes)"),
+            (r["last_history_ms"], f"last history update ({count(r['history_updates'])} in all, "
+                                   f"{count(r['history_bytes'])} bytes)"),
             (r["marker_ms"], "replay_complete marker"),
             (r["state_ms"], "state_update (the session's state)"),
             (r["response_ms"], f"end of the request: {w.end}"),
@@ -228,7 +228,7 @@ def gap_stderr(a: Any, w: Window, replay: dict[str, Any]) -> dict[str, Any]:
     largest = None
     if leaves and gap:
         top = leaves[0]
-        largest = f"{top['phase']}: {ms(top['in_gap_ms'])} of the {ms(gap)} gap"
+        largest = f"{top['phase']}: {duration(top['in_gap_ms'])} of the {duration(gap)} gap"
     texts = lines["text"].to_list() if lines.height else []
     return {
         "lines_in_window": lines.height,

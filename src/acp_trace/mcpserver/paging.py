@@ -23,6 +23,7 @@ from typing import Any
 import orjson
 
 from acp_trace.errors import UsageError
+from acp_trace.quantities import count
 from acp_trace.render.escape import json_safe
 
 DEFAULT_LIMIT = 50
@@ -138,9 +139,9 @@ def bounded(
 def _left_out(left: int, end: int, capped: bool) -> str | None:
     if not left:
         return None
-    why = f"the size cap ({MAX_CHARS:,} characters)" if capped else "the limit"
+    why = f"the size cap ({count(MAX_CHARS)} characters)" if capped else "the limit"
     return (
-        f"{left:,} more rows after row {end:,}, left out by {why}: call again with "
+        f"{count(left)} more rows after row {count(end)}, left out by {why}: call again with "
         "cursor=next_cursor for them"
     )
 
@@ -165,5 +166,5 @@ def shrink(row: dict[str, Any], budget: int) -> dict[str, Any]:
             break
         out[longest] = out[longest][: len(out[longest]) // 2] + "…"
     if cut:
-        out["cut"] = {k: f"{n:,} characters, the first ones shown" for k, n in cut.items()}
+        out["cut"] = {k: f"{count(n)} characters, the first ones shown" for k, n in cut.items()}
     return out

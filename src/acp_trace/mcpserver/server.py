@@ -26,6 +26,7 @@ from acp_trace.errors import AcpTraceError
 from acp_trace.mcpserver import answers, explain, timeline
 from acp_trace.mcpserver.paging import DEFAULT_LIMIT, MAX_LIMIT, Page
 from acp_trace.mcpserver.store import Loaded, Store
+from acp_trace.quantities import count
 from acp_trace.render.escape import terminal
 
 INSTRUCTIONS = (
@@ -271,7 +272,7 @@ def build(store: Store) -> Server:
         except AcpTraceError as exc:
             raise ToolError(str(exc)) from exc
         data = base64.b64encode(png).decode()
-        caption = f"acp-trace plot --kind {kind}: a PNG of {len(png):,} bytes, drawn in memory"
+        caption = f"acp-trace plot --kind {kind}: a PNG of {count(len(png))} bytes, drawn in memory"
         return CallToolResult(content=[ImageContent(type="image", data=data, mime_type="image/png"),
                                        TextContent(type="text", text=caption)])  # fmt: skip
 

@@ -38,6 +38,7 @@ from acp_trace.jsonrpc import (
 from acp_trace.mock.player import Player, Stop
 from acp_trace.mock.recording import Connection, Cue, dumps, load_connections
 from acp_trace.mock.windows import OTHER, prepared, step_of, with_air_event
+from acp_trace.quantities import count
 
 UNSUPPORTED_VERSION = -32022
 MIN_SPEED, MAX_SPEED = 1e-6, 1e6
@@ -111,9 +112,9 @@ def prepare(options: MockOptions) -> Mock:
     notes = tuple(
         skipped
         + [
-            f"{c.name}: left out {count} {what}"
+            f"{c.name}: left out {count(number)} {what}"
             for c in served
-            for what, count in c.left_out.items()
+            for what, number in c.left_out.items()
         ]
     )
     return Mock(options, served, faults, default, mapping, notes)
@@ -286,7 +287,7 @@ class MockAgent:
         if n == len(cues):
             what = f"{first.method}" + (f" of {first.session}" if first.session else "")
             self.log(
-                f"the recording holds {len(cues)} {what}: request {rid} and later ones "
+                f"the recording holds {count(len(cues))} {what}: request {rid} and later ones "
                 "get the last one again"
             )
         cue = cues[min(n, len(cues) - 1)]
@@ -315,10 +316,10 @@ def holdings(conn: Connection, most: int = 8) -> str:
     """What a recording answers: `initialize, session/resume of S (2), ...`."""
     counts = Counter((c.method, c.session) for c in conn.cues)
     items = [
-        f"{m}" + (f" of {s}" if s else "") + (f" ({n})" if n > 1 else "")
+        f"{m}" + (f" of {s}" if s else "") + (f" ({count(n)})" if n > 1 else "")
         for (m, s), n in counts.items()
     ]
-    more = f" and {len(items) - most} more" if len(items) > most else ""
+    more = f" and {count(len(items) - most)} more" if len(items) > most else ""
     return ", ".join(items[:most]) + more
 
 

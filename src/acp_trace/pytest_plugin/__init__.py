@@ -100,12 +100,13 @@ def _check_wanted(request: pytest.FixtureRequest) -> bool:
 
 def _check(agents: list[AgentUnderTest]) -> None:
     from acp_trace.pytest_plugin.expect import findings_text
+    from acp_trace.quantities import count
 
     for agent in agents:
         errors = agent.expect.findings("error")
         if errors.height:
             pytest.fail(
-                f"acp-trace check: {errors.height} error finding(s) in the agent's trace:\n"
+                f"acp-trace check: {count(errors.height)} error finding(s) in the agent's trace:\n"
                 f"{findings_text(errors, agent.trace)}",
                 pytrace=False,
             )

@@ -17,6 +17,7 @@ from typing import IO, Any
 from acp_trace import __version__
 from acp_trace.demo.rpc import ConnectionClosed, Endpoint, Message
 from acp_trace.jsonrpc import INTERNAL_ERROR, METHOD_NOT_FOUND, as_dict, as_int, as_str
+from acp_trace.quantities import counted
 
 CLIENT_INFO = {"name": "acp-trace-pytest", "version": __version__}
 Callback = Callable[[dict[str, Any]], Any]
@@ -144,9 +145,9 @@ class AcpClient:
 
     def _meanwhile(self) -> str:
         with self._seen:
-            count, last = len(self.notifications), self.notifications[-1:]
+            received, last = len(self.notifications), self.notifications[-1:]
         said = f"last: {_short(last[0])}" if last else "none"
-        return f"{count} notifications received ({said}){self._stderr_tail()}"
+        return f"{counted(received, 'notification')} received ({said}){self._stderr_tail()}"
 
     def _stderr_tail(self) -> str:
         try:

@@ -10,6 +10,7 @@ from typing import Any
 import polars as pl
 
 from acp_trace.analysis import Analysis
+from acp_trace.quantities import count, fixed, trimmed
 from acp_trace.render.escape import terminal
 
 
@@ -44,7 +45,7 @@ class Expect:
         errors = self.findings("error")
         if errors.height:
             raise AssertionError(
-                f"{errors.height} error finding(s):\n{findings_text(errors, self.trace)}"
+                f"{count(errors.height)} error finding(s):\n{findings_text(errors, self.trace)}"
             )
 
     def rule_absent(self, rule: str) -> None:
@@ -53,7 +54,7 @@ class Expect:
         found = self.analysis.findings([rule])
         if found.height:
             raise AssertionError(
-                f"rule {rule} found {found.height} time(s):\n{findings_text(found, self.trace)}"
+                f"rule {rule} found {count(found.height)} time(s):\n{findings_text(found, self.trace)}"
             )
 
     def replays(self, session: str | None = None) -> list[dict[str, Any]]:
@@ -79,7 +80,7 @@ class Expect:
             row = rows[index]
         except IndexError:
             raise AssertionError(
-                f"replay number {index} asked, the trace has {len(rows)}\ntrace: {self.trace}"
+                f"replay number {index} asked, the trace has {count(len(rows))}\ntrace: {self.trace}"
             ) from None
         if outcome is not None and row["outcome"] != outcome:
             raise AssertionError(
@@ -98,9 +99,11 @@ class Expect:
         for row in rows:
             gap, source = gap_of(row)
             if gap is None or gap >= ms:
-                said = "no gap (no response or no history)" if gap is None else f"{gap:.1f} ms"
+                said = (
+                    "no gap (no response or no history)" if gap is None else f"{fixed(gap, 1)} ms"
+                )
                 raise AssertionError(
-                    f"{_replay_name(row)}: gap {said}{source}, expected under {ms:g} ms "
+                    f"{_replay_name(row)}: gap {said}{source}, expected under {trimmed(ms, 6)} ms "
                     f"(outcome {row['outcome']})\ntrace: {self.trace}"
                 )
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from acp_trace.quantities import count
 from acp_trace.record.ring import STATE_AT, STATE_INDEX, Ring, fence
 
 STREAMS = ("client", "agent", "stderr")
@@ -122,10 +123,10 @@ def describe(streams: dict[str, StreamAccount]) -> str:
         acc = streams[src]
         if not acc.lines:
             continue
-        detail = [f"{acc.recorded} recorded"]
+        detail = [f"{count(acc.recorded)} recorded"]
         if acc.dropped:
-            detail.append(f"{acc.dropped} dropped")
+            detail.append(f"{count(acc.dropped)} dropped")
         if acc.unwritten:
-            detail.append(f"{acc.unwritten} not written")
-        parts.append(f"{src} {acc.lines} lines ({', '.join(detail)})")
+            detail.append(f"{count(acc.unwritten)} not written")
+        parts.append(f"{src} {count(acc.lines)} lines ({', '.join(detail)})")
     return "; ".join(parts) or "no lines"

@@ -21,6 +21,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Input, Static
 
+from acp_trace.quantities import count
 from acp_trace.render.escape import terminal
 from acp_trace.watch import views
 from acp_trace.watch.engine import Engine
@@ -167,7 +168,10 @@ class WatchApp(App[None]):
     def _status(self) -> None:
         e = self.engine
         sessions = sum(len(tr.sessions) for tr in e.live.traces.values())
-        text = f" {len(e.live.traces)} traces, {sessions} sessions, {e.finding_count} findings"
+        text = (
+            f" {count(len(e.live.traces))} traces, {count(sessions)} sessions, "
+            f"{count(e.finding_count)} findings"
+        )
         if self.flt.describe():
             text += f"  |  filter: {self.flt.describe()}"
         if self.paused:

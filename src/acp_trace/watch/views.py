@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from rich.text import Text
 
 from acp_trace.jsonrpc import loads
+from acp_trace.quantities import count, fixed, size
 from acp_trace.render.escape import terminal, terminal_lines
 from acp_trace.watch.engine import Engine
 from acp_trace.watch.live import Replay, Row, Session, Trace
@@ -26,13 +27,10 @@ def t(text: object, style: str = "") -> Text:
 
 
 def seconds(ms: float | None) -> str:
-    return "-" if ms is None else f"{ms / 1000:.2f} s" if abs(ms) >= 1000 else f"{ms:.0f} ms"
-
-
-def size(n: int) -> str:
-    return (
-        f"{n} B" if n < 1024 else f"{n / 1024:.1f} kB" if n < 1 << 20 else f"{n / 1048576:.1f} MB"
-    )
+    """`-`, `451 ms`, `1.36 s`, `1,234.57 s`."""
+    if ms is None:
+        return "-"
+    return f"{fixed(ms / 1000, 2)} s" if abs(ms) >= 1000 else f"{fixed(ms, 0)} ms"
 
 
 @dataclass
@@ -55,9 +53,9 @@ def trace_state(engine: Engine, trace: Trace) -> str:
     if trace.ended is not None:
         code, sig = trace.ended.get("code"), trace.ended.get("signal")
         how = f"signal {sig}" if sig is not None else f"exit {code}"
-        extra = [f"{len(trace.errors)} errors"] * bool(trace.errors)
-        extra += [f"{trace.dropped} dropped"] * bool(trace.dropped)
-        extra += [f"{trace.malformed} malformed"] * bool(trace.malformed)
+        extra = [f"{count(len(trace.errors))} errors"] * bool(trace.errors)
+        extra += [f"{count(trace.dropped)} dropped"] * bool(trace.dropped)
+        extra += [f"{count(trace.malformed)} malformed"] * bool(trace.malformed)
         return ", ".join([how, *extra])
     return "quiet" if engine.quiet(trace.name) else "live"
 
@@ -75,9 +73,9 @@ def session_rows(engine: Engine, flt: Filter) -> Iterator[tuple[str, list[Text]]
                 continue
             if flt.findings and (trace.name, s.id) not in with_findings:
                 continue
-            count = sum(s.counts.values())
+            updates = count(sum(s.counts.values()))
             flag = " !" if (trace.name, s.id) in with_findings else ""
-            yield f"{trace.name}\0{s.id}", [t(f"  {s.id}{flag}"), t(f"{count} upd"), t(s.state)]
+            yield f"{trace.name}\0{s.id}", [t(f"  {s.id}{flag}"), t(f"{updates} upd"), t(s.state)]
 
 
 def current_replay(engine: Engine, session: tuple[str, str] | None) -> Replay | None:
@@ -111,7 +109,7 @@ def replay_panel(engine: Engine, replay: Replay | None, now: float | None = None
         out.append(f"elapsed   {seconds(elapsed)} since the request\n")
     else:
         out.append(f"response  at {seconds((end - replay.t_req) / 1e6)}\n")
-    out.append(f"history   {replay.updates} updates, {size(replay.bytes)}\n")
+    out.append(f"history   {count(replay.updates)} updates, {size(replay.bytes)}\n")
     if replay.t_marker is not None:
         out.append(f"marker    at {seconds((replay.t_marker - replay.t_req) / 1e6)}\n")
     else:
@@ -146,7 +144,7 @@ def replay_rows(engine: Engine, flt: Filter) -> Iterator[tuple[str, list[Text]]]
             continue
         outcome = r.outcome or ("running" if r.t_response is None else "deciding")
         style = DONE_STYLE.get(outcome, "" if r.outcome is None else "red")
-        cells = [t(r.session), t(outcome, style), t(seconds(r.gap_ms)), t(r.updates)]
+        cells = [t(r.session), t(outcome, style), t(seconds(r.gap_ms)), t(count(r.updates))]
         cells += [t(r.phase or "-"), t(", ".join(sorted(set(r.findings))) or "-", "red")]
         yield f"{r.trace}\0{r.request_id}\0{r.session}", cells
 
@@ -161,17 +159,17 @@ def timeline_rows(
     if flt.text:
         rows = [r for r in rows if flt.text in r.label or flt.text in r.kind]
     folded = sum(trace.stderr.folded.values()) + (sum(session.folded.values()) if session else 0)
-    head = f"{folded} older rows folded into the counts" if folded else ""
+    head = f"{count(folded)} older rows folded into the counts" if folded else ""
     counts = session.counts if session else None
     if counts:
-        top = ", ".join(f"{terminal(k)} {n}" for k, n in counts.most_common(6))
+        top = ", ".join(f"{terminal(k)} {count(n)}" for k, n in counts.most_common(6))
         head = f"{head}; updates: {top}" if head else f"updates: {top}"
     out = []
     for row in rows[-limit:]:
-        when = "-" if row.t_ns is None else f"{row.t_ns / 1e9:.3f}"
+        when = "-" if row.t_ns is None else fixed(row.t_ns / 1e9, 3)
         extra = f"{seconds(row.latency_ms)}" if row.latency_ms is not None else ""
         if row.kind == "updates" and row.count > 1:
-            extra = f"x{row.count}"
+            extra = f"x{count(row.count)}"
         if row.phase:
             extra = f"phase {terminal(row.phase)}"
         style = {"marker": "bold green", "error": "red", "stderr": "dim", "tap": "magenta"}

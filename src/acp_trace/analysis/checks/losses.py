@@ -21,6 +21,7 @@ import polars as pl
 from acp_trace.analysis.checks.guesses import _rows_of, _windows_judged
 from acp_trace.analysis.checks.registry import ADJUSTERS, Context, Finding
 from acp_trace.jsonrpc import as_dict, as_int, loads
+from acp_trace.quantities import count
 
 MARKER_RULES = frozenset(
     {
@@ -55,8 +56,10 @@ def losses(tl: pl.DataFrame) -> dict[str, list[tuple[int, int, str]]]:
                 detail = {}
             if detail.get("stream") == "stderr":
                 continue
-            count = as_int(detail.get("count"))
-            out.setdefault(trace, []).append((row, count if count and count > 0 else 1, "dropped"))
+            number = as_int(detail.get("count"))
+            out.setdefault(trace, []).append(
+                (row, number if number and number > 0 else 1, "dropped")
+            )
         else:
             out.setdefault(trace, []).append((row, 1, "cut"))
     return out
@@ -97,11 +100,11 @@ def qualify(ctx: Context, findings: list[Finding]) -> list[Finding]:
             continue
         dropped = sum(n for _r, n, how in hit if how == "dropped")
         cut = sum(n for _r, n, how in hit if how == "cut")
-        parts = [f"{dropped} dropped"] if dropped else []
+        parts = [f"{count(dropped)} dropped"] if dropped else []
         parts += [f"{cut} cut"] if cut else []
         was = " (an error, made a warning)" if f.severity == "error" else ""
         note = (
-            f"; the recorder lost {dropped + cut} records in this window ({', '.join(parts)}): "
+            f"; the recorder lost {count(dropped + cut)} records in this window ({', '.join(parts)}): "
             f"the marker may be among them{was}"
         )
         severity = "warning" if f.severity == "error" else f.severity

@@ -8,6 +8,7 @@ from typing import Any
 from acp_trace.analysis.checks.registry import Context, Finding, rule
 from acp_trace.analysis.replays import SessionStats, Window
 from acp_trace.jsonrpc import INVALID_PARAMS
+from acp_trace.quantities import count
 
 
 def _sessions(ctx: Context, expecting: bool = True) -> Iterator[tuple[Window, SessionStats]]:
@@ -55,7 +56,7 @@ def marker_missing(ctx: Context) -> Iterator[Finding]:
                 stats.session,
                 f"{ctx.describe(w)} got {_response(ctx, w)} with no {expected} on "
                 f"{stats.session} before it; expected the marker after the last replayed "
-                f"update ({stats.history_updates} history updates) and before the response{tail}",
+                f"update ({count(stats.history_updates)} history updates) and before the response{tail}",
             )
     yield from _promise_broken(ctx)
 
@@ -76,7 +77,7 @@ def _promise_broken(ctx: Context) -> Iterator[Finding]:
             f"{ctx.describe(w)} got {_response(ctx, w)} with no vendor end-of-replay event "
             f"{path} on {w.session} before it, though the client opted in to it in initialize "
             f"and the agent sent it at {ctx.seq(first)} on this connection; expected it after "
-            f"the last replayed update ({stats.history_updates} history updates) and before "
+            f"the last replayed update ({count(stats.history_updates)} history updates) and before "
             "the response",
             "warning",
         )
@@ -255,7 +256,7 @@ def updates_with_rejection(ctx: Context) -> Iterator[Finding]:
                 stats.first_history_row,
                 w.session,
                 f"{ctx.describe(w)} was rejected with -32602 at {ctx.seq(w.end_row)}, yet "
-                f"{stats.window_history} history updates on {w.session} came in its window, the "
+                f"{count(stats.window_history)} history updates on {w.session} came in its window, the "
                 f"first ({ctx.timeline['update_kind'][stats.first_history_row]}) at "
                 f"{ctx.seq(stats.first_history_row)}; an agent that rejects the cursor replays "
                 "nothing",
@@ -303,7 +304,7 @@ def message_id_missing(ctx: Context) -> Iterator[Finding]:
         ]
         if w.v2 and rows:
             kind = ctx.timeline["update_kind"][rows[0]]
-            more = f" (and {len(rows) - 1} more in this replay)" if len(rows) > 1 else ""
+            more = f" (and {count(len(rows) - 1)} more in this replay)" if len(rows) > 1 else ""
             yield ctx.at(
                 "message-id-missing",
                 rows[0],
@@ -321,7 +322,7 @@ def load_updates_after_response(ctx: Context) -> Iterator[Finding]:
             "load-updates-after-response",
             rows[0],
             w.session,
-            f"{len(rows)} history updates on {w.session} came after the success response "
+            f"{count(len(rows))} history updates on {w.session} came after the success response "
             f"to {ctx.describe(w)} at {ctx.seq(w.end_row)}, the first at {ctx.seq(rows[0])}; "
             "session/load must replay the whole history before it responds",
         )

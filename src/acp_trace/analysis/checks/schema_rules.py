@@ -10,6 +10,7 @@ import polars as pl
 from acp_trace.analysis.checks.registry import Context, Finding, rule
 from acp_trace.analysis.schema import SchemaIssue, path_text
 from acp_trace.jsonrpc import INVALID_PARAMS
+from acp_trace.quantities import count
 
 INVALID_REQUEST = -32600
 CAUSED_CODES = (INVALID_PARAMS, INVALID_REQUEST)
@@ -126,4 +127,4 @@ def _more(ctx: Context, rows: tuple[int, ...] | list[int]) -> str:
         return ""
     seqs = ", ".join(str(ctx.timeline["seq"][r]) for r in rows[1:6])
     tail = ", ..." if len(rows) > 6 else ""
-    return f" (and {len(rows) - 1} more like it: seq {seqs}{tail})"
+    return f" (and {count(len(rows) - 1)} more like it: seq {seqs}{tail})"

@@ -21,6 +21,7 @@ import polars as pl
 
 from acp_trace.analysis.checks.registry import Context, Finding, rule
 from acp_trace.jsonrpc import as_dict, loads
+from acp_trace.quantities import count
 
 SUBAGENT_KINDS = ("subagent_update", "session_message", "session_message_chunk")
 
@@ -61,7 +62,7 @@ def child_update_before_announce(ctx: Context) -> Iterator[Finding]:
             "row", "session", "kind", "method", "update_kind", "announce", "parent"
         ).row(0)
         what = method if kind == "request" else update_kind
-        more = f" (and {group.height - 1} more before it)" if group.height > 1 else ""
+        more = f" (and {count(group.height - 1)} more before it)" if group.height > 1 else ""
         yield ctx.at(
             "child-update-before-announce",
             row,
@@ -90,7 +91,7 @@ def suggestions_in_replay(ctx: Context) -> Iterator[Finding]:
                 if stats.marker_row is not None
                 else "the end of the window (no marker came)"
             )
-            more = f" (and {len(rows) - 1} more)" if len(rows) > 1 else ""
+            more = f" (and {count(len(rows) - 1)} more)" if len(rows) > 1 else ""
             yield ctx.at(
                 "suggestions-in-replay",
                 rows[0],
@@ -122,7 +123,7 @@ def subagents_not_advertised(ctx: Context) -> Iterator[Finding]:
         if advertised.get(trace, False):
             continue
         row, session, kind = group.select("row", "session", "update_kind").row(0)
-        more = f" (and {group.height - 1} more)" if group.height > 1 else ""
+        more = f" (and {count(group.height - 1)} more)" if group.height > 1 else ""
         yield ctx.at(
             "subagents-not-advertised",
             row,

@@ -20,6 +20,8 @@ from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.ticker import FuncFormatter, NullFormatter
 from numpy.typing import NDArray
 
+from acp_trace.quantities import count, trimmed
+
 FIGSIZE = (12.0, 6.75)  # 1200 x 675 px at DPI
 DPI = 100
 TITLE_SIZE = 14
@@ -130,24 +132,10 @@ def plural(n: int, word: str) -> str:
     return word if n == 1 else word + "s"
 
 
-def ms(value: float) -> str:
-    """A duration for a label: `1,359 ms`, `451 ms`, `12.3 ms`, `0.25 ms`."""
-    if value == 0:
-        return "0 ms"
-    if abs(value) >= 100:
-        return f"{value:,.0f} ms"
-    if abs(value) >= 10:
-        return f"{value:.1f} ms"
-    return f"{value:.2f} ms"
-
-
 def plain(value: float, _pos: object = None) -> str:
     """A tick label as a person writes the number: `0`, `0.25`, `1,500`, `10,000`; never an
     offset (`+1.36e3`) or a power of ten."""
-    if value == 0:
-        return "0"
-    text = f"{value:,.6f}".rstrip("0").rstrip(".")
-    return "0" if text in ("-0", "") else text
+    return trimmed(value, 6)
 
 
 def plain_ticks(ax: Axes) -> None:
@@ -196,5 +184,5 @@ def untimed_note(traces: list[str]) -> list[str]:
         return []
     n = len(traces)
     return [
-        f"{n} ordering-only {plural(n, 'trace')} left out: {'they have' if n > 1 else 'it has'} no timestamps."
+        f"{count(n)} ordering-only {plural(n, 'trace')} left out: {'they have' if n > 1 else 'it has'} no timestamps."
     ]

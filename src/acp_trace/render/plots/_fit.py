@@ -14,6 +14,7 @@ from matplotlib.figure import Figure
 from matplotlib.text import Text
 from matplotlib.ticker import FixedFormatter, FuncFormatter
 
+from acp_trace.quantities import count
 from acp_trace.render.plots._common import TICK_SIZE, glyphs
 
 LINE_LIMIT = 160  # characters of one line of any text a chart draws
@@ -55,7 +56,7 @@ def _capped(value: str) -> list[str]:
     known = glyphs()
     lines = value.split("\n")
     if len(lines) > LINES_LIMIT:
-        lines = [*lines[: LINES_LIMIT - 1], f"({len(lines) - LINES_LIMIT + 1} more lines)"]
+        lines = [*lines[: LINES_LIMIT - 1], f"({count(len(lines) - LINES_LIMIT + 1)} more lines)"]
     out = []
     for line in lines:
         if len(line) > LINE_LIMIT:

@@ -10,6 +10,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from numpy.typing import NDArray
 
+from acp_trace.quantities import count, duration
 from acp_trace.render.plots._common import (
     FIGSIZE,
     LABEL_SIZE,
@@ -17,7 +18,6 @@ from acp_trace.render.plots._common import (
     agent_label,
     blank_figure,
     empty_figure,
-    ms,
     set_scale,
     title,
 )
@@ -74,5 +74,5 @@ def _ecdf(ax: Axes, data: NDArray[np.float64], side: str, color: str, width: flo
     xs = np.concatenate([data[:1], data])
     shares = np.arange(0, data.size + 1) / data.size  # from 0 at the first gap up to 1
     p50, p90 = np.percentile(data, [50, 90])
-    label = f"{side} (n={data.size}): p50 {ms(float(p50))}, p90 {ms(float(p90))}"
+    label = f"{side} (n={count(data.size)}): p50 {duration(float(p50))}, p90 {duration(float(p90))}"
     ax.step(xs, shares, where="post", color=color, linewidth=width, label=label)

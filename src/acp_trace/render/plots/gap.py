@@ -26,6 +26,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from numpy.typing import NDArray
 
+from acp_trace.quantities import count, duration
 from acp_trace.render.plots._common import (
     LABEL_SIZE,
     PERCENTILES,
@@ -35,7 +36,6 @@ from acp_trace.render.plots._common import (
     axis_labels,
     blank_figure,
     empty_figure,
-    ms,
     natural,
     plural,
     set_scale,
@@ -92,7 +92,7 @@ class Lane:
     @property
     def label(self) -> str:
         n = self.values.size
-        return f"{self.agent}\n{source_text(self.source)} · {n:,} {plural(n, 'replay')}"
+        return f"{self.agent}\n{source_text(self.source)} · {count(n)} {plural(n, 'replay')}"
 
 
 def with_gap(replays: pl.DataFrame, untimed: Sequence[str] = ()) -> pl.DataFrame:
@@ -151,7 +151,7 @@ def gap_figure(replays: pl.DataFrame, untimed: Sequence[str] = ()) -> Figure:
     n, agents = shown.size, len({lane.agent for lane in lanes})
     title(
         fig,
-        f"{HEADING} · {n:,} {plural(n, 'replay')} with a gap · {agents:,} agent "
+        f"{HEADING} · {count(n)} {plural(n, 'replay')} with a gap · {count(agents)} agent "
         f"{plural(agents, 'version')}",
     )
     set_scale(ax, shown, room=0.6 if n == 1 else 0.3)
@@ -174,9 +174,9 @@ def _at_most(lanes: list[Lane], notes: list[str]) -> list[Lane]:
         return lanes
     kept = sorted(lanes, key=lambda lane: -lane.values.size)[:MAX_LANES]
     hidden = [lane for lane in lanes if lane not in kept]
-    count = sum(lane.values.size for lane in hidden)
+    replays = sum(lane.values.size for lane in hidden)
     notes.append(
-        f"{len(hidden)} more {plural(len(hidden), 'lane')} ({count:,} {plural(count, 'replay')}) "
+        f"{count(len(hidden))} more {plural(len(hidden), 'lane')} ({count(replays)} {plural(replays, 'replay')}) "
         "not shown: the lanes with the most replays are; `acp-trace replays` lists every replay."
     )
     return [lane for lane in lanes if lane in kept]
@@ -257,16 +257,16 @@ def lane_labels(lane: Lane) -> list[RowLabel]:
     (`p50, p90, max 500 ms`) as one label at the highest of them."""
     values = lane.values
     if values.size <= LABEL_EACH_UP_TO:
-        return [RowLabel(float(v), ms(v), f"value:{lane.name}") for v in values]
+        return [RowLabel(float(v), duration(v), f"value:{lane.name}") for v in values]
     marks = [(f"p{q}", v) for q, v in lane_percentiles(lane).items()]
     marks.append(("max", float(values[-1])))
     labels: list[RowLabel] = []
     names: list[str] = []
     for i, (name, value) in enumerate(marks):
         names.append(name)
-        if i + 1 < len(marks) and ms(marks[i + 1][1]) == ms(value):
+        if i + 1 < len(marks) and duration(marks[i + 1][1]) == duration(value):
             continue  # the next one reads the same: one label for both
-        text = f"{', '.join(names)} {ms(value)}"  # its gid names the highest: max, p99...
+        text = f"{', '.join(names)} {duration(value)}"  # its gid names the highest: max, p99...
         labels.append(RowLabel(value, text, f"{names[-1]}-label:{lane.name}"))
         names = []
     return labels

@@ -17,13 +17,13 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from numpy.typing import NDArray
 
+from acp_trace.quantities import count, duration
 from acp_trace.render.plots._common import (
     add_note,
     agent_label,
     axis_labels,
     empty_figure,
     label,
-    ms,
     natural,
     new_figure,
     plural,
@@ -63,10 +63,12 @@ class Row:
         first = label(self.group, 32) + ("" if self.who is None else " · " + self.who)
         v = self.values
         if v.size == 1:
-            numbers = f"n=1 · {ms(float(v[0]))}"
+            numbers = f"n=1 · {duration(float(v[0]))}"
         else:
-            numbers = f"n={v.size:,} · p50 {ms(float(np.percentile(v, 50, method='linear')))}"
-            numbers += "" if one_line else f" · max {ms(float(v.max()))}"
+            numbers = (
+                f"n={count(v.size)} · p50 {duration(float(np.percentile(v, 50, method='linear')))}"
+            )
+            numbers += "" if one_line else f" · max {duration(float(v.max()))}"
         return f"{first} · {numbers}" if one_line else f"{first}\n{numbers}"
 
 
@@ -141,13 +143,13 @@ def latency_figure(tl: pl.DataFrame, turns: pl.DataFrame, untimed: Sequence[str]
         fig, axes = new_figure(nrows=2, height_ratios=heights)
     else:
         fig, axes = new_figure()
-    count = sum(r.values.size for r in methods)
+    answered = sum(r.values.size for r in methods)
     turned = turns.filter(~pl.col("trace").is_in(list(untimed))).height
     only = f" of {next(iter(colours))}" if len(colours) == 1 else ""  # else rows name agents
     title(
         fig,
-        f"{HEADING}{only}: {count:,} answered {plural(count, 'request')}, "
-        f"{turned:,} prompt {plural(turned, 'turn')}",
+        f"{HEADING}{only}: {count(answered)} answered {plural(answered, 'request')}, "
+        f"{count(turned)} prompt {plural(turned, 'turn')}",
     )
     box_strip(axes[0], methods, "method")
     axis_labels(axes[0], "request → response (ms)", "", "Request to response, per method")

@@ -21,6 +21,7 @@ from matplotlib.figure import Figure
 
 from acp_trace.analysis.replays import Facts, outcome
 from acp_trace.analysis.timeline import untimed_traces
+from acp_trace.quantities import count, duration
 from acp_trace.render.plots import replay_stderr
 from acp_trace.render.plots._common import (
     TEXT_SIZE,
@@ -29,7 +30,6 @@ from acp_trace.render.plots._common import (
     axis_labels,
     empty_figure,
     label,
-    ms,
     new_figure,
     plain_ticks,
     title,
@@ -86,27 +86,30 @@ def replay_figure(
     fig, axes = new_figure(nrows=2 if zoom or bunched else 1)
     title(fig, f"{HEADING}: {w.method} of {label(w.session)} (request id {label(w.request_id)})")
     _draw(axes[0], view, None)
+    panels = [(axes[0], view)]  # each panel with the view it shows: its lanes, its x axis
     if bunched:
         ordered = in_arrival_order(view)
         _draw(axes[1], ordered, ordered.events.height + 1.0, burst=view.events)
+        panels.append((axes[1], ordered))  # no stderr lane: phases are spans of time
     elif zoom:
         _draw(axes[1], view, zoom)
+        panels.append((axes[1], view))
     axes[0].legend(
         loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=TEXT_SIZE, borderaxespad=0
     )
     if candidates > 1:
         among = f" for {label(pick.describe(), 80)}" if pick.chosen else ""
         notes.append(
-            f"The slowest of {candidates:,} replaying requests{among}; "
+            f"The slowest of {count(candidates)} replaying requests{among}; "
             "choose another with --trace, --session or --request."
         )
     add_note(fig, notes)
     if stderr.height:
         settle_layout(axes[0])  # the phase labels are packed in pixels: the layout is final
-        for ax in axes:
-            for lane in view.lanes:
+        for ax, shown in panels:
+            for lane in shown.lanes:
                 if lane.kind == replay_stderr.KIND:
-                    replay_stderr.add_labels(ax, view, lane)
+                    replay_stderr.add_labels(ax, shown, lane)
     return fig
 
 
@@ -145,7 +148,7 @@ def _draw(ax: Axes, view: View, zoom_to: float | None, burst: pl.DataFrame | Non
     if burst is not None:
         t = burst["t"].drop_nulls().to_list()
         most = max(t.count(value) for value in set(t))
-        some = f"all {len(t):,}" if most == len(t) else f"{most:,} of the {len(t):,}"
+        some = f"all {count(len(t))}" if most == len(t) else f"{count(most)} of the {count(len(t))}"
         heading = (
             f"Zoom on the updates in the order they arrived (the tap stamped {some} at one moment)"
         )
@@ -153,7 +156,7 @@ def _draw(ax: Axes, view: View, zoom_to: float | None, burst: pl.DataFrame | Non
     elif zoom_to is None:
         axis_labels(ax, "time since the request (ms)", "session", _subtitle(view))
     else:
-        heading = f"Zoom on the updates: the first {ms(zoom_to)}"
+        heading = f"Zoom on the updates: the first {duration(zoom_to)}"
         axis_labels(ax, "time since the request (ms)", "session", heading)
 
 
@@ -224,7 +227,7 @@ def _draw_ends(ax: Axes, view: View, labels: bool) -> None:
     if not labels:
         return
     ax.annotate(
-        f"{text} at {ms(view.end)}",
+        f"{text} at {duration(view.end)}",
         xy=(view.end, 1.0),
         xycoords=("data", "axes fraction"),
         xytext=(-4, -4),
@@ -254,11 +257,11 @@ def _draw_gaps(ax: Axes, view: View) -> None:
         gap = end - since
         marked = source == "marker"
         if marked:
-            text = f"gap {ms(gap)}"
+            text = f"gap {duration(gap)}"
         elif source.startswith("vendor:"):
-            text = f"no marker: vendor event {source.removeprefix('vendor:')} → response {ms(gap)}"
+            text = f"no marker: vendor event {source.removeprefix('vendor:')} → response {duration(gap)}"
         else:
-            text = f"no marker: last history → response {ms(gap)}"
+            text = f"no marker: last history → response {duration(gap)}"
         ax.annotate(
             "",
             xy=(end, y + 0.22),

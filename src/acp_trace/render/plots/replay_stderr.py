@@ -19,6 +19,7 @@ import polars as pl
 from matplotlib.axes import Axes
 from matplotlib.text import Annotation
 
+from acp_trace.quantities import count, trimmed
 from acp_trace.render.plots._common import TEXT_SIZE, label, plural
 from acp_trace.render.plots._labels import RowLabel, row_labels
 from acp_trace.render.plots.replay_window import Lane, View
@@ -57,14 +58,7 @@ class Span:
 
     @property
     def text(self) -> str:
-        return f"{label(self.name, NAME_LIMIT)} {duration(self.end - self.start)}"
-
-
-def duration(value: float) -> str:
-    """A logged duration as written: `1,327 ms`, `4 ms`, `12.5 ms`, `0.25 ms`."""
-    if value == int(value):
-        return f"{value:,.0f} ms"
-    return f"{value:,.2f}".rstrip("0").rstrip(".") + " ms"
+        return f"{label(self.name, NAME_LIMIT)} {trimmed(self.end - self.start)} ms"
 
 
 def spans(view: View) -> list[Span]:
@@ -81,7 +75,7 @@ def spans(view: View) -> list[Span]:
 def lane_name(view: View, lane: Lane) -> str:
     """`agent stderr` and what it holds: `(9 lines, 8 phases)`."""
     lines, named = view.stderr.height, len(spans(view))
-    return f"agent stderr\n({lines:,} {plural(lines, 'line')}, {named:,} {plural(named, 'phase')})"
+    return f"agent stderr\n({count(lines)} {plural(lines, 'line')}, {count(named)} {plural(named, 'phase')})"
 
 
 def draw(ax: Axes, view: View, lane: Lane, labelled: set[str]) -> None:

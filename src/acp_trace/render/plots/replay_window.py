@@ -13,6 +13,7 @@ from acp_trace.analysis.phases import stderr_between
 from acp_trace.analysis.replays import Facts, Window
 from acp_trace.errors import UsageError
 from acp_trace.jsonrpc import BLOCKING_AGENT_REQUESTS, id_key
+from acp_trace.quantities import count
 
 ZOOM_BELOW = 0.25  # add a zoom on the updates when they fill less than this of the window
 MAX_CHOICES = 10  # values listed when a selector matches nothing
@@ -116,7 +117,7 @@ def choices(option: str, windows: list[Window]) -> str:
             values[str(w.request_id)] = None
     names = list(values)
     shown = ", ".join(names[:MAX_CHOICES])
-    more = f" and {len(names) - MAX_CHOICES} more" if len(names) > MAX_CHOICES else ""
+    more = f" and {count(len(names) - MAX_CHOICES)} more" if len(names) > MAX_CHOICES else ""
     return f"expected one of: {shown}{more}"
 
 

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from acp_trace.render.plots._common import ms, plural
+from acp_trace.quantities import count, ms
+from acp_trace.render.plots._common import plural
 from acp_trace.render.report.document import Block, Paragraph, Table
 from acp_trace.trace.reader import skipped_inputs
 
@@ -76,9 +77,9 @@ class Context:
         if value is None:
             return "-"
         if isinstance(value, float):
-            return ms(value).removesuffix(" ms")
+            return ms(value)  # as the terminal's tables write it
         if isinstance(value, int) and not isinstance(value, bool):
-            return f"{value:,}"  # counts as the text and the charts write them
+            return count(value)  # as the text and the charts write them
         text = str(value)
         limit = self.limits.cell and self.limits.cell * (2 if wide else 1)
         if limit is not None and len(text) > limit:
@@ -132,7 +133,7 @@ def capped(
     where = (
         "every row is in replays.csv" if ctx.limits.full and what == "replay row" else WHERE[what]
     )
-    return df.head(limit), [Paragraph(f"{more:,} more {plural(more, what)}: {where}.")]
+    return df.head(limit), [Paragraph(f"{count(more)} more {plural(more, what)}: {where}.")]
 
 
 WHERE = {  # where the rows a cap leaves out are

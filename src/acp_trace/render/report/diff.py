@@ -7,8 +7,10 @@ from typing import Any
 import polars as pl
 
 from acp_trace.analysis.diff import Diff
+from acp_trace.quantities import count, counted, fixed, percent
 from acp_trace.render.report.document import Block, Bullets, Heading, Table, to_markdown
 from acp_trace.render.report.formats import rows_json, to_json
+from acp_trace.render.report.tables import cell
 from acp_trace.render.report.text import format_table
 
 METRIC_COLUMNS = {
@@ -30,11 +32,15 @@ METRIC_COLUMNS = {
 def _num(value: float | None, sign: bool = False) -> str:
     if value is None:
         return "-"
-    return f"{value:+.1f}" if sign else f"{value:.1f}"
+    return fixed(value, 1, sign=sign)
 
 
 def _ci(low: float | None, high: float | None) -> str:
-    return "-" if low is None or high is None else f"[{low:+.1f}, {high:+.1f}]"
+    return (
+        "-"
+        if low is None or high is None
+        else f"[{fixed(low, 1, sign=True)}, {fixed(high, 1, sign=True)}]"
+    )
 
 
 def metric_rows(d: Diff) -> list[list[str]]:
@@ -50,11 +56,11 @@ def metric_rows(d: Diff) -> list[list[str]]:
                 _num(r["base_ms"]),
                 _num(r["new_ms"]),
                 _num(r["change_ms"], sign=True),
-                "-" if r["change_pct"] is None else f"{r['change_pct']:+.0f}%",
+                "-" if r["change_pct"] is None else percent(r["change_pct"]),
                 _ci(r["ci_low_ms"], r["ci_high_ms"]),
                 r["verdict"],
-                str(r["base_n"]),
-                str(r["new_n"]),
+                count(r["base_n"]),
+                count(r["new_n"]),
             ]
         )
     return rows
@@ -65,7 +71,7 @@ def headline(d: Diff) -> str:
     found = d.regressions
     if not found:
         return "no regression found"
-    return f"{len(found)} regression{'s' if len(found) != 1 else ''} found"
+    return f"{counted(len(found), 'regression')} found"
 
 
 NAMES = ("metric", "agent", "method", "agent_version", "session", "rule", "trace", "request_id")
@@ -77,12 +83,12 @@ def _fitted(df: pl.DataFrame, width: int | None) -> str:
 
 
 def _metrics_text(frame: pl.DataFrame, width: int | None) -> str:
-    """The metrics table: a section per metric, agent and method (named once above its rows,
-    shortened to `width`), a row per statistic."""
+    """The metrics table: a section per metric, agent and method (named once above its rows
+    with the sample counts of both sides, shortened to `width`), a row per statistic."""
     from acp_trace.render.report.sections_text import sectioned
     from acp_trace.render.report.tables import to_text
 
-    keys = ["metric", "agent", "method"]
+    keys = ["metric", "agent", "method", "samples"]
     return to_text(sectioned(frame, keys, width=width), width)
 
 
@@ -94,6 +100,9 @@ def format_diff_text(d: Diff, width: int | None = None) -> str:
     ci = f"{d.options.confidence:.0%} CI ms"
     cols = [ci if c == "ci" else name for c, name in METRIC_COLUMNS.items()]
     frame = pl.DataFrame(metric_rows(d), schema=cols, orient="row")
+    frame = frame.with_columns(
+        pl.format("(samples: BASE {}, NEW {})", "BASE n", "NEW n").alias("samples")
+    ).drop("BASE n", "NEW n")  # one pair per section: the same for each statistic
     out.append("\nreplay gap and request latency (NEW - BASE):\n")
     out.append(
         _metrics_text(frame, width) if frame.height else "(no replay or request on either side)\n"
@@ -131,7 +140,9 @@ def diff_blocks(d: Diff) -> list[Block]:
 
 
 def _table(df: pl.DataFrame) -> Table:
-    cells = [["-" if v is None else str(v) for v in row] for row in df.iter_rows()]
+    cells = [
+        [cell(v, name) for name, v in zip(df.columns, row, strict=True)] for row in df.iter_rows()
+    ]
     return Table(df.columns, cells)
 
 

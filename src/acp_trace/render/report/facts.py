@@ -12,8 +12,9 @@ import polars as pl
 from acp_trace import __version__
 from acp_trace.analysis.phases import largest_phases
 from acp_trace.analysis.timeline import untimed_traces
+from acp_trace.quantities import count, duration
 from acp_trace.render import plots
-from acp_trace.render.plots._common import ms, natural, plural
+from acp_trace.render.plots._common import natural, plural
 from acp_trace.render.plots.gap import FALLBACK, MARKER, MIN_REPLAYS, VENDOR, with_gap
 from acp_trace.render.report.context import Context, capped
 from acp_trace.render.report.document import Block, Heading, Image, Paragraph
@@ -59,7 +60,7 @@ def gap_rows(a: Analysis, skipped: pl.DataFrame) -> pl.DataFrame:
                 "agent_version": version,
                 "source": source,
                 "replays": part.height,
-                "outcomes": ", ".join(f"{o} {n:,}" for o, n in counts),
+                "outcomes": ", ".join(f"{o} {count(n)}" for o, n in counts),
                 "traces": part["trace"].n_unique(),
                 "protocol": _protocols(part["protocol"]),
                 "p50": _quantile(values, 50),
@@ -110,7 +111,7 @@ def largest_phase(a: Analysis, replays: pl.DataFrame) -> pl.DataFrame:
     for source in replays["source"].drop_nulls().unique(maintain_order=True).to_list():
         found = largest_phases(phases, replays.filter(pl.col("source") == source))
         for r in found.iter_rows(named=True):
-            text = f"{r['phase']} {ms(r['in_gap_ms'])} of {ms(r['gap_ms'])}"
+            text = f"{r['phase']} {duration(r['in_gap_ms'])} of {duration(r['gap_ms'])}"
             rows.append((r["agent"], r["agent_version"], source, text))
     return pl.DataFrame(rows, schema=PHASE_SCHEMA, orient="row")
 
@@ -131,10 +132,10 @@ def overview(ctx: Context) -> list[Block]:
     traces = a.traces().filter(~pl.col("trace").is_in(ctx.skipped["trace"].implode()))
     malformed = int(traces["malformed"].sum()) if traces.height else 0
     read = (
-        f"acp-trace {__version__} read {traces.height:,} {plural(traces.height, 'trace')} "
-        f"({malformed:,} malformed {plural(malformed, 'line')}"
+        f"acp-trace {__version__} read {count(traces.height)} {plural(traces.height, 'trace')} "
+        f"({count(malformed)} malformed {plural(malformed, 'line')}"
         + (
-            f", {ctx.skipped.height:,} {plural(ctx.skipped.height, 'file')} skipped"
+            f", {count(ctx.skipped.height)} {plural(ctx.skipped.height, 'file')} skipped"
             if ctx.skipped.height
             else ""
         )
@@ -188,20 +189,20 @@ def headline(ctx: Context) -> str:
         if gaps.height:
             g = gaps.row(0, named=True)
             since = source_since(g["source"])
-            text += f"; gap {ms(g['gap_ms'])} from {since} to the response"
+            text += f"; gap {duration(g['gap_ms'])} from {since} to the response"
         if r["response_ms"] is not None:
-            text += f"; response after {ms(r['response_ms'])}"
+            text += f"; response after {duration(r['response_ms'])}"
         return text + "."
     counts = a.replays["outcome"].value_counts(sort=True, name="n").rows()
     agents = a.replays.select("agent", "agent_version").unique().height
     requests = a.replays.select("trace", "request_id").n_unique()
     text = (
-        f"{a.replays.height:,} {plural(a.replays.height, 'replay')} (one per session, children "
-        f"included) in {requests:,} replaying {plural(requests, 'request')} of {agents:,} agent "
-        f"{plural(agents, 'version')}; outcomes: " + ", ".join(f"{o} {n:,}" for o, n in counts)
+        f"{count(a.replays.height)} {plural(a.replays.height, 'replay')} (one per session, children "
+        f"included) in {count(requests)} replaying {plural(requests, 'request')} of {count(agents)} agent "
+        f"{plural(agents, 'version')}; outcomes: " + ", ".join(f"{o} {count(n)}" for o, n in counts)
     )
     if gaps.height:
         g = gaps.sort("gap_ms", descending=True).row(0, named=True)
         who = ctx.cell(agent_name(g["agent"], g["agent_version"]))
-        text += f"; the longest gap {ms(g['gap_ms'])} ({who})"
+        text += f"; the longest gap {duration(g['gap_ms'])} ({who})"
     return text + "."

@@ -10,7 +10,8 @@ import polars as pl
 
 from acp_trace.analysis.latency import turn_phases
 from acp_trace.analysis.timeline import untimed_traces
-from acp_trace.render.plots._common import ms, plural
+from acp_trace.quantities import count, counted, duration
+from acp_trace.render.plots._common import plural
 from acp_trace.render.plots.gap import with_gap
 from acp_trace.render.plots.latency import PHASES
 from acp_trace.render.report.context import Context, capped
@@ -29,7 +30,10 @@ def findings(ctx: Context) -> list[Block]:
     the first one with its message. HTML adds every finding."""
     found = ctx.a.findings()
     counts = {s: found.filter(pl.col("severity") == s).height for s in SEVERITY_ORDER}
-    text = ", ".join(f"{n:,} {s}" for s, n in counts.items()) + " (acp-trace check)."
+    text = (
+        ", ".join(f"{count(n)} info" if s == "info" else counted(n, s) for s, n in counts.items())
+        + " (acp-trace check)."
+    )  # as check's text counts them: 19 errors, 4 warnings, 0 info
     blocks: list[Block] = [Heading(2, "Findings by rule"), Paragraph(text)]
     if not found.height:
         return blocks
@@ -84,7 +88,7 @@ def slowest(ctx: Context) -> list[Block]:
         return []
     r = timed.sort("response_ms", descending=True).row(0, named=True)
     text = (
-        f"The replay with the longest response ({ms(r['response_ms'])}): {ctx.cell(r['method'])}"
+        f"The replay with the longest response ({duration(r['response_ms'])}): {ctx.cell(r['method'])}"
         f" of session {ctx.cell(r['session'])} (request id {ctx.cell(r['request_id'])}) in "
         f"{ctx.cell(ctx.trace(r['trace']))}. "
         "Another one: acp-trace plot TRACE -o replay.png --kind replay --session ID."
@@ -140,19 +144,19 @@ def inputs(ctx: Context) -> list[Block]:
         blocks += [
             Heading(2, "Files skipped"),
             Paragraph(
-                f"{ctx.skipped.height:,} {plural(ctx.skipped.height, 'file')} read as no trace:"
+                f"{count(ctx.skipped.height)} {plural(ctx.skipped.height, 'file')} read as no trace:"
             ),
             ctx.table(["file", "problem"], rows, set()),
             *more,
         ]
     losses = ctx.a.losses
     if losses.height:
-        count = losses.height
+        lacking = losses.height
         shown, more = capped(ctx, losses, ctx.limits.skipped, "lacking recording")
         blocks += [
             Heading(2, "Recordings that lack lines"),
             Paragraph(
-                f"{count:,} {plural(count, 'trace')} {'lacks' if count == 1 else 'lack'} part of"
+                f"{counted(lacking, 'trace')} {'lacks' if lacking == 1 else 'lack'} part of"
                 " the recording: nothing in this report, findings included, can speak of what is"
                 " not there."
             ),
@@ -168,7 +172,7 @@ def inputs(ctx: Context) -> list[Block]:
     if untimed:
         names = ", ".join(ctx.cell(ctx.trace(t)) for t in untimed[: ctx.limits.skipped or None])
         left = len(untimed) - len(untimed[: ctx.limits.skipped or None])
-        tail = f" and {left:,} more" if left else ""
+        tail = f" and {count(left)} more" if left else ""
         blocks.append(
             Paragraph(
                 f"Ordering-only traces (no timestamps, left out of the charts): {names}{tail}."

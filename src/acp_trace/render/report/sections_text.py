@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import polars as pl
+from rich.cells import cell_len
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from acp_trace.render.report.tables import REPLAY_LABELS, cell, shorten, table
+from acp_trace.render.report.tables import FOLD_LEAST, REPLAY_LABELS, cell, shorten, table
 
 
 def sectioned(
@@ -28,12 +29,23 @@ def sectioned(
     rest = [c for c in df.columns if c not in keys]
     parts: list[RenderableType] = []
     for number, (values, part) in enumerate(df.group_by(list(keys), maintain_order=True)):
-        name = " ".join(cell(v) for v in values) + ":"
         if number:
             parts.append(Text(""))
-        parts.append(Text(name if width is None else shorten(name, width), no_wrap=True))
+        parts.append(Text(_title([cell(v) for v in values], width), no_wrap=True))
         parts.append(table(part.select(rest), fold=fold, width=width, labels=REPLAY_LABELS))
     return Group(*parts)
+
+
+def _title(values: list[str], width: int | None) -> str:
+    """`agent 1.2.0:`: the values of a section's keys; to fit `width`, the longest value is
+    shortened with an ellipsis (the others stay whole), then the line if still too long."""
+    line = " ".join(values) + ":"
+    if width is None or cell_len(line) <= width:
+        return line
+    longest = max(range(len(values)), key=lambda i: cell_len(values[i]))
+    room = cell_len(values[longest]) - (cell_len(line) - width)
+    values[longest] = shorten(values[longest], max(FOLD_LEAST, room))
+    return shorten(" ".join(values) + ":", width)
 
 
 def latency_sections(df: pl.DataFrame, by: str) -> tuple[pl.DataFrame, list[str]]:

@@ -27,12 +27,14 @@ from rich.text import Text
 
 from acp_trace.errors import UsageError
 from acp_trace.jsonrpc import json_text
+from acp_trace.quantities import count, counted, ms
 from acp_trace.render.escape import terminal
 
 # A header rule of `-` and no other lines: pastes into an issue or a commit message as it is.
 RULE = box.Box("    \n    \n -- \n    \n    \n    \n    \n    \n", ascii=True)
 UNLIMITED = 100_000  # the width of a table that is not fitted to a terminal
 FOLD_LEAST = 8  # the narrowest a shortened name column gets (`@ag…acp`)
+FOLD_MIN = 5  # ... when the room is short of that for each (`@…acp`)
 ELLIPSIS = "…"
 OUTCOME_STYLES = {
     "complete": "green",
@@ -46,20 +48,23 @@ OUTCOME_STYLES = {
 }
 
 
-def ms(value: float) -> str:
-    """Milliseconds with three or four significant digits (0.412, 3.05, 87.3, 1652.3)."""
-    size = abs(value)
-    if size >= 10 or size == 0:
-        return f"{value:.1f}"
-    return f"{value:.2f}" if size >= 1 else f"{value:.3f}"
+# Integer columns that are positions or identifiers, not quantities: written without
+# thousands separators, as the messages write them (`seq 12345`, `error -32602`).
+POSITIONS = frozenset(
+    {"seq", "line", "n", "request", "protocol", "error_code", "exit_code", "exit_signal", "pid"}
+)
 
 
-def cell(value: Any) -> str:
-    """One value as table text: `-` for none, milliseconds as `ms`, trace text escaped."""
+def cell(value: Any, column: str = "") -> str:
+    """One value as table text: `-` for none, milliseconds as `quantities.ms` writes them,
+    counts with thousands separators (not a `column` that is a position: `seq`, `*_seq`,
+    codes), trace text escaped."""
     if value is None:
         return "-"
     if isinstance(value, float):
         return ms(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value) if column in POSITIONS or column.endswith("_seq") else count(value)
     if isinstance(value, list | dict):
         return terminal(json_text(value))  # integers beyond 64 bits too
     return terminal(str(value))
@@ -81,16 +86,24 @@ def table(
     """A rich Table of `columns` (default: all) of `df`, numbers right-aligned, headers that
     wrap at spaces. To fit `width`, the `fold` columns (ids and names: trace, agent, session,
     method, rule) are shortened in the middle with an ellipsis, each keeping a readable share;
-    the others keep their width. No cell is ever split over lines."""
+    the others keep their width. No cell is ever split over lines, and no number or other
+    unfolded cell is ever cut: a table that cannot fit even then is drawn as wide as it
+    needs (the terminal wraps its lines)."""
     columns = list(columns or df.columns)
     labels = {name: (labels or {}).get(name, label(name)) for name in columns}
-    cells = {name: [cell(v) for v in df[name]] for name in columns}
+    cells = {name: [cell(v, name) for v in df[name]] for name in columns}
     widths = _fold_widths(cells, labels, [c for c in columns if c in fold], width)
     for name, size in widths.items():
         if name in fold:
             cells[name] = [shorten(text, size) for text in cells[name]]
+    needed = sum(widths.values()) + 2 * (len(columns) - 1) if widths else 0
     grid = Table(
-        box=RULE, show_edge=False, pad_edge=False, padding=(0, 1, 0, 0), header_style="bold"
+        box=RULE,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, 1, 0, 0),
+        header_style="bold",
+        width=needed if width is not None and needed > width else None,
     )
     for name in columns:
         grid.add_column(
@@ -151,8 +164,9 @@ def _fold_widths(
     widths = {name: w for name, w in natural.items() if name not in fold}
     room -= sum(widths.values())
     left = sorted(fold, key=lambda name: natural[name])
+    least = FOLD_LEAST if room >= FOLD_LEAST * len(left) else FOLD_MIN  # a tight terminal
     while left:
-        share = max(FOLD_LEAST, room // len(left))
+        share = max(least, room // len(left))
         if natural[left[0]] <= share:
             widths[left[0]] = natural[left[0]]
             room -= natural[left[0]]
@@ -169,9 +183,8 @@ def _fold_widths(
     return widths
 
 
-def _styled(name: str, value: Any) -> Text:
+def _styled(name: str, text: str) -> Text:
     """A cell on one line (an ellipsis at its end if a column is narrower still)."""
-    text = cell(value)
     style = OUTCOME_STYLES.get(text, "") if name == "outcome" else ""
     return Text(text, style=style, no_wrap=True, overflow="ellipsis")
 
@@ -191,7 +204,7 @@ def to_text(renderable: RenderableType, width: int | None = None, *, color: bool
         highlight=False,
         legacy_windows=False,
     )
-    console.print(renderable)
+    console.print(renderable, crop=False)  # a table too wide to fit is whole, not cut
     return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
 
 
@@ -208,7 +221,7 @@ DEFAULT_COLUMNS = (
     "response_ms",
 )
 REPLAY_LABELS = {"agent_version": "version"}
-FOLD = ("trace", "agent", "session", "parent_session", "request_id")
+FOLD = ("trace", "agent", "session", "parent_session", "request_id", "gap_source")
 
 
 def replays_view(replays: pl.DataFrame) -> pl.DataFrame:
@@ -270,15 +283,15 @@ def replays_table(
         view = view.with_columns(pl.col("trace").str.strip_prefix(root))
     requests = view.select("trace", "request_id").n_unique()
     about = (
-        f"{plural(view.height, 'replay row')} ({plural(requests, 'replaying request')}) "
-        f"in {plural(traces, 'trace')}"
+        f"{counted(view.height, 'replay row')} ({counted(requests, 'replaying request')}) "
+        f"in {counted(traces, 'trace')}"
         + (f" under {terminal(root)}" if root else "")
         + ", slowest response first."
     )
     notes = [about]
     if untimed:
         notes.append(
-            f"{plural(len(untimed), 'trace')} without timestamps (ordering-only): "
+            f"{counted(len(untimed), 'trace')} without timestamps (ordering-only): "
             "times show as -, outcomes and counts stand."
         )
     if "gap_ms" in shown:
@@ -303,8 +316,3 @@ def _common_folder(names: list[str]) -> str:
     except ValueError:  # absolute and relative names mixed
         return ""
     return root + os.sep if root and root not in names else ""
-
-
-def plural(count: int, noun: str, plural_form: str | None = None) -> str:
-    """`1 replay`, `2 replays`, `0 replays`; `plural_form` for the irregular ones."""
-    return f"{count} {noun if count == 1 else plural_form or noun + 's'}"

@@ -13,8 +13,9 @@ import polars as pl
 
 from acp_trace.analysis.phase_patterns import parse_phase
 from acp_trace.jsonrpc import json_text
+from acp_trace.quantities import count, counted, fixed, ms, trimmed
 from acp_trace.render.escape import terminal
-from acp_trace.render.report.tables import ms, plural, table, to_text
+from acp_trace.render.report.tables import table, to_text
 
 
 def format_table(
@@ -40,7 +41,7 @@ def format_summary(summary: pl.DataFrame, skipped: pl.DataFrame | None = None) -
         out += _summary_block(row)
     if skipped is not None and skipped.height:
         out.append(
-            f"skipped {plural(skipped.height, 'file')} that {_is(skipped.height)} no trace:\n"
+            f"skipped {counted(skipped.height, 'file')} that {_is(skipped.height)} no trace:\n"
         )
         out += [f"  {terminal(t)}: {terminal(p)}\n" for t, p in skipped.iter_rows()]
     return "".join(out)
@@ -59,8 +60,8 @@ def _summary_block(row: dict[str, Any]) -> list[str]:
     out = [
         f"{terminal(row['trace'])}\n",
         f"  agent: {agent}, {proto}, client: {terminal(row['client'] or '-')}\n",
-        f"  {plural(row['messages'], 'message')}, {plural(row['sessions'], 'session')}, "
-        f"{duration} ({terminal(row['timing'])}), {plural(row['stderr_lines'], 'stderr line')}\n",
+        f"  {counted(row['messages'], 'message')}, {counted(row['sessions'], 'session')}, "
+        f"{duration} ({terminal(row['timing'])}), {counted(row['stderr_lines'], 'stderr line')}\n",
     ]
     if not row["header"]:
         out.append("  no header line: the agent's command and the start time are unknown\n")
@@ -72,12 +73,12 @@ def _summary_block(row: dict[str, Any]) -> list[str]:
         lines = ", ".join(str(n) for n in row["malformed_lines"][:20])
         more = " ..." if row["malformed"] > 20 else ""
         word = "line" if row["malformed"] == 1 else "lines"
-        out.append(f"  malformed lines: {row['malformed']} ({word} {lines}{more})\n")
+        out.append(f"  malformed lines: {count(row['malformed'])} ({word} {lines}{more})\n")
     out += [f"  {line}\n" for line in loss_lines(row)]
     out += _tap_problem_lines(row)
     for title, key in (("methods", "by_method"), ("updates", "by_update_kind")):
         if row[key]:
-            items = ", ".join(f"{terminal(d['name'])} {d['count']}" for d in row[key])
+            items = ", ".join(f"{terminal(d['name'])} {count(d['count'])}" for d in row[key])
             out.append(f"  {title}: {items}\n")
     return out
 
@@ -110,7 +111,8 @@ def _counts(findings: pl.DataFrame) -> str:
     counts = {s: findings.filter(pl.col("severity") == s).height for s in ("error", "warning")}
     info = findings.filter(pl.col("severity") == "info").height
     return (
-        f"{plural(counts['error'], 'error')}, {plural(counts['warning'], 'warning')}, {info} info"
+        f"{counted(counts['error'], 'error')}, {counted(counts['warning'], 'warning')}, "
+        f"{count(info)} info"
     )
 
 
@@ -121,11 +123,11 @@ def loss_lines(row: dict[str, Any]) -> list[str]:
         parts = []
         if row["lost_records"]:
             gaps = row.get("lost_gaps") or 1
-            parts.append(f"{row['lost_records']:,} in {plural(gaps, 'gap')}")
+            parts.append(f"{count(row['lost_records'])} in {counted(gaps, 'gap')}")
         if row["dropped"]:
-            parts.append(f"{row['dropped']:,} dropped by the tap")
+            parts.append(f"{count(row['dropped'])} dropped by the tap")
         if row.get("unwritten"):
-            parts.append(f"{row['unwritten']:,} not written (the trace could not take them)")
+            parts.append(f"{count(row['unwritten'])} not written (the trace could not take them)")
         out.append(f"lost records: {'; '.join(parts)}")
     if row.get("ended") == "no exit":
         out.append(
@@ -143,7 +145,7 @@ def format_losses(losses: pl.DataFrame) -> str:
     if not losses.height:
         return ""
     out = [
-        f"{plural(losses.height, 'trace')} lack{'s' if losses.height == 1 else ''} part of "
+        f"{counted(losses.height, 'trace')} lack{'s' if losses.height == 1 else ''} part of "
         "the recording (no finding can be made about what is not there):\n"
     ]
     for row in losses.iter_rows(named=True):
@@ -169,9 +171,9 @@ def format_findings(findings: pl.DataFrame, traces: pl.DataFrame, skipped: int =
                     text = terminal(f["message"])
                     out.append(f"      {f['severity']:<7} {f['rule']} at {where}: {text}\n")
     malformed = int(traces["malformed"].sum()) if traces.height else 0
-    tail = f", {plural(malformed, 'malformed line')}" if malformed else ""
-    tail += f", {plural(skipped, 'input')} skipped" if skipped else ""
-    out.append(f"{plural(traces.height, 'trace')}, {_counts(findings)}{tail}\n")
+    tail = f", {counted(malformed, 'malformed line')}" if malformed else ""
+    tail += f", {counted(skipped, 'input')} skipped" if skipped else ""
+    out.append(f"{counted(traces.height, 'trace')}, {_counts(findings)}{tail}\n")
     return "".join(out)
 
 
@@ -212,9 +214,7 @@ def _phase(text: str | None) -> str:
     phase = parse_phase(text or "")
     if phase is None:
         return ""
-    took = phase.duration_ms
-    length = f"{took:,.0f}" if took == int(took) else f"{took:,.2f}".rstrip("0").rstrip(".")
-    return f" [phase {terminal(phase.name)} {length} ms]"
+    return f" [phase {terminal(phase.name)} {trimmed(phase.duration_ms)} ms]"
 
 
 def format_timeline(
@@ -233,8 +233,10 @@ def format_timeline(
         inside = _stderr_in_windows(rows, windows, session) + _window_bounds(windows, session)
         rows = rows.filter((pl.col("session") == session) | pl.col("row").is_in(inside))
     seq_width = max(3, len(str(rows["seq"].max() or 0)))
-    head = f"{'t ms':>10}{'':7}{'seq':>{seq_width}}  message [session]\n"
-    pad = " " * 12  # under the window bar
+    times = rows["t_ms"].drop_nulls().to_list()
+    t_width = max([10] + [len(fixed(t, 3)) for t in (min(times), max(times))] if times else [10])
+    head = f"{'t ms':>{t_width}}{'':7}{'seq':>{seq_width}}  message [session]\n"
+    pad = " " * (t_width + 2)  # under the window bar
     marks = _Marks(windows)
     out = [TIMELINE_LEGEND]
     current = None
@@ -297,13 +299,15 @@ class _Marks:
         elif replays_only and depth == 0 and row not in self.ends:
             return []
         bar = "|" if self.inside.get(trace, 0) or row in self.ends else " "
-        t = f"{r['t_ms']:.3f}" if r["t_ms"] is not None else "-"
+        t = fixed(r["t_ms"], 3) if r["t_ms"] is not None else "-"
         who = f" [{terminal(r['session'])}]" if r["session"] else ""
         arrow = ARROWS.get(r["src"], "  ")
-        out.append(f"{t:>10}  {bar} {arrow} {r['seq']!s:>{seq_width}}  {_what(r)}{who}\n")
+        out.append(
+            f"{t:>{len(pad) - 2}}  {bar} {arrow} {r['seq']!s:>{seq_width}}  {_what(r)}{who}\n"
+        )
         stats = self.markers.get(row)
         if stats is not None:
-            updates = plural(stats.history_updates, "history update")
+            updates = counted(stats.history_updates, "history update")
             out.append(f"{pad}|   ^^ end of history for {terminal(stats.session)} ({updates})\n")
         ew = self.ends.get(row)
         if ew is not None:

@@ -33,7 +33,8 @@ def is_line(value: Any) -> bool:
     """True for a log line: `ts` text, `dir` in or out, and a `msg`."""
     return (
         isinstance(value, dict)
-        and value.get("dir") in DIRS
+        and isinstance(value.get("dir"), str)  # a list or an object is no direction (unhashable)
+        and value["dir"] in DIRS
         and isinstance(value.get("ts"), str)
         and "msg" in value
     )
