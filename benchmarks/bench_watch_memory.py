@@ -108,6 +108,7 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=10_000.0, help="updates a second")
     parser.add_argument("--per-replay", type=int, default=5_000)
     parser.add_argument("--sample", type=float, default=5.0, help="seconds between samples")
+    parser.add_argument("--catch-up", type=float, default=120.0, help="seconds, at most")
     parser.add_argument("--json")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-watch-mem-"))
@@ -155,18 +156,27 @@ def main() -> None:
 
     reader = threading.Thread(target=read_jsonl, daemon=True)
     reader.start()
+    probe_out: list[bytes] = []
+    probe_reader = threading.Thread(
+        target=lambda: probe_out.append(screen.stdout.read()),  # type: ignore[union-attr]
+        daemon=True,
+    )
+    probe_reader.start()
     resumes = drive_for(rec, args.minutes * 60)
     t1 = time.monotonic()
-    for proc in (jsonl, screen):
-        try:
-            proc.wait(timeout=600)  # a hang guard: a watcher far behind catches up first
+    behind: list[str] = []
+    for name, proc in (("jsonl", jsonl), ("screen", screen)):
+        try:  # a watcher behind catches up first, for at most --catch-up seconds in all
+            proc.wait(timeout=max(1.0, t1 + args.catch_up - time.monotonic()))
         except subprocess.TimeoutExpired:
-            proc.terminate()
+            behind.append(name)
+            proc.terminate()  # the screen probe prints its figures on SIGTERM
             proc.wait()
     stop.set()
     reader.join(timeout=10)
+    probe_reader.join(timeout=60)
     caught_up = time.monotonic() - t1
-    probe = json.loads(screen.stdout.read() or b"{}")
+    probe = json.loads(probe_out[0] or b"{}") if probe_out else {}
     figures: list[Figure] = []
     for name, series in samples.items():
         series = [s for s in series if s[0] >= t0]
@@ -206,7 +216,14 @@ def main() -> None:
         Figure("screen: stamp -> painted, median, last tenth", s_last, "<250ms", s_last < 250, "ms")
     )
     figures.append(
-        Figure("watchers done after the traffic ended", caught_up, "-", None, "s", "catch-up")
+        Figure(
+            "watchers done after the traffic ended",
+            caught_up,
+            "-",
+            None,
+            "s",
+            f"stopped, still behind: {', '.join(behind)}" if behind else "both caught up",
+        )
     )
     extra = {
         "minutes": args.minutes,
@@ -214,6 +231,7 @@ def main() -> None:
         "resumes": resumes,
         "updates": resumes * args.per_replay,
         "load_at_end": os.getloadavg(),
+        "behind": behind,
         "rss_series": {
             k: [(round(t - t0, 1), round(r, 1)) for t, _c, r in v] for k, v in samples.items()
         },

@@ -20,6 +20,7 @@ records after it are new. The rules about the end of a trace (`END_RULES`) wait 
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from dataclasses import dataclass, field
@@ -31,9 +32,9 @@ from acp_trace.analysis import Analysis
 from acp_trace.trace.lines import SCHEMA, Table
 from acp_trace.trace.native import read_range
 
-MAX_ROWS = 50_000  # records rows kept per trace before the settled updates are let go
+MAX_ROWS = 20_000  # records rows kept per trace before the settled updates are let go
 BUDGET = 0.25  # the share of the time the analysis may take
-BACKLOG = 100_000  # lines queued for the next run past which the files are not read on
+BACKLOG = 20_000  # lines queued for the next run past which the files are not read on
 END_RULES = frozenset({"unanswered-request", "cancel-unanswered"})
 
 
@@ -122,6 +123,8 @@ class Judge:
         self.background = background
         self.books: dict[str, Book] = {}
         self.job: Job | None = None
+        self.jobs: queue.SimpleQueue[Job] = queue.SimpleQueue()
+        self.worker: threading.Thread | None = None
         self.next_run = 0.0
         self.runs = 0
         self.seconds = 0.0  # time spent analyzing, all runs
@@ -198,9 +201,17 @@ class Judge:
         self.job = Job(work, self, open_since)
         self.last_run = now
         if self.background:
-            threading.Thread(target=self.job.run, name="acp-trace-judge", daemon=True).start()
+            if self.worker is None:  # one thread for every run: one malloc arena, reused
+                self.worker = threading.Thread(target=self._serve, name="acp-trace-judge")
+                self.worker.daemon = True
+                self.worker.start()
+            self.jobs.put(self.job)
         else:
             self.job.run()
+
+    def _serve(self) -> None:
+        while True:
+            self.jobs.get().run()
 
     def collect(self, now: float) -> Verdicts | None:
         """The verdicts of the run under way once it is over (None before); what it found
