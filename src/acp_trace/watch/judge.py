@@ -301,4 +301,8 @@ class Judge:
             return
         book.cut_seq = max(book.cut_seq, int(dropped["seq"].max() or -1))  # type: ignore[arg-type]
         kept = records.filter(~drop)
+        # a copy: a filtered frame's strings are views that keep every old buffer alive
+        copied = pl.from_arrow(kept.to_arrow())
+        if isinstance(copied, pl.DataFrame) and copied.schema == kept.schema:
+            kept = copied
         book.frames, book.rows = [kept], kept.height
