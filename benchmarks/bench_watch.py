@@ -4,20 +4,24 @@ An agent (flood_agent.py) replays history at RATE updates a second through `acp-
 driven by a client here that sends REPLAYS resumes one after another. Three watchers follow the
 same kind of run, one per run, interleaved over the repetitions:
 
-- `tail`, the floor: a bare loop here that reads the new bytes of the trace every 5 ms. Its
-  latency (the tap's stamp to the line being in the file) is the tap's share.
+- `tail`, the floor: a bare loop here that reads the new bytes of the trace every 5 ms (a
+  `tail -f`). Its latency (the tap's stamp to the line being in the file) is the tap's share.
 - `jsonl`: `acp-trace watch --format jsonl`, in its own process. Latency: the tap's stamp of a
   replay's request or marker to its event line read here. The `response` event comes once the
   analyzer has decided the outcome: reported apart ("decided").
-- `screen`: the Textual screen, headless (watch_screen_probe.py): the stamp of the newest
-  record to the end of the redraw that shows it.
+- `screen`: the Textual screen, headless (watch_screen_probe.py): every 50th record's stamp
+  to the end of the first screen refresh after the redraw that shows it.
 
-Each watcher's CPU share (user + system over wall) and memory (RSS early vs at the end) are
-read from /proc. Then the quiet case: the agent writes one stderr line every 0.5 s, and
+Each watcher's CPU seconds per 10,000 updates (its own CPU time from /proc: what "keeps up on
+one core" needs, whatever the machine's load) and share of the wall clock, and its memory
+(RSS a quarter in vs the peak). Then the tap at full speed (the agent unpaced, TAP_REPLAYS
+resumes) with no watcher, with each of the three: the ratio says what a watcher costs the
+tap on this machine. Then the engine alone on a finished trace (CPU per 10,000 updates, the
+analyzer's rows kept), and the quiet case: the agent writes one stderr line every 0.5 s and
 `tail` measures how long a record takes to reach the file when nothing else happens (the
-tap's bound, recorded for the record/ engineer).
+tap's bound). Memory over a long run: bench_watch_memory.py.
 
-    python benchmarks/bench_watch.py [--rate 10000] [--replays 40] [--reps 1] [--json FILE]
+    python benchmarks/bench_watch.py [--rate 10000] [--replays 20] [--reps 1] [--json FILE]
 """
 
 from __future__ import annotations
@@ -52,8 +56,9 @@ def start_record(folder: Path, agent_args: list[str]) -> subprocess.Popen[bytes]
     )
 
 
-def drive(proc: subprocess.Popen[bytes], replays: int) -> None:
-    """initialize, session/new, then `replays` resumes, each after the last one's answer."""
+def drive(proc: subprocess.Popen[bytes], replays: int) -> float:
+    """initialize, session/new, then `replays` resumes, each after the last one's answer;
+    the seconds from the first resume sent to the last one answered."""
     assert proc.stdin is not None and proc.stdout is not None
 
     def call(rid: int, method: str, params: dict[str, Any]) -> None:
@@ -66,14 +71,17 @@ def drive(proc: subprocess.Popen[bytes], replays: int) -> None:
 
     call(0, "initialize", {"protocolVersion": 2})
     call(1, "session/new", {"cwd": "/tmp", "mcpServers": []})
+    start = time.perf_counter()
     for n in range(replays):
         call(
             2 + n,
             "session/resume",
             {"sessionId": "flood", "cwd": "/tmp", "replayFrom": {"type": "start"}},
         )
+    seconds = time.perf_counter() - start
     proc.stdin.close()
     proc.wait()
+    return seconds
 
 
 def started_at(path: Path) -> float:
@@ -140,12 +148,10 @@ def watch_child(
     return proc, samples
 
 
-def run_one(variant: str, replays: int, rate: float, per: int, work: Path) -> dict[str, Any]:
-    folder = Path(tempfile.mkdtemp(dir=work))
-    done = threading.Event()
-    result: dict[str, Any] = {"latency": [], "decided": []}
-    watcher: subprocess.Popen[bytes] | None = None
-    ready = work / f"ready-{variant}-{time.monotonic_ns()}"
+def start_watcher(
+    variant: str, folder: Path, work: Path
+) -> tuple[subprocess.Popen[bytes], list[tuple[float, float, float]]] | None:
+    """The watcher of a variant, up and following `folder` (None for `tail` and `none`)."""
     if variant == "jsonl":  # a stray file: its `skipped` event says the watcher is up
         (folder / "ready.log").write_text("not a trace\n")
         watcher, samples = watch_child(
@@ -153,14 +159,26 @@ def run_one(variant: str, replays: int, rate: float, per: int, work: Path) -> di
         )
         assert watcher.stdout is not None
         watcher.stdout.readline()
-    elif variant == "screen":
+        return watcher, samples
+    if variant == "screen":
+        ready = work / f"ready-{time.monotonic_ns()}"
         watcher, samples = watch_child(
             [sys.executable, str(HERE / "watch_screen_probe.py"), str(folder), str(ready)], folder
         )
         while not ready.exists():
             time.sleep(0.01)
-    rec = start_record(folder, ["--rate", str(rate), "--per-replay", str(per)])
+        return watcher, samples
+    return None
+
+
+def run_one(variant: str, replays: int, rate: float, per: int, work: Path) -> dict[str, Any]:
+    folder = Path(tempfile.mkdtemp(dir=work))
+    done = threading.Event()
+    result: dict[str, Any] = {"latency": [], "decided": []}
+    started = start_watcher(variant, folder, work)
+    watcher, samples = started if started is not None else (None, [])
     t0 = time.monotonic()
+    rec = start_record(folder, ["--rate", str(rate), "--per-replay", str(per)])
     driver = threading.Thread(target=drive, args=(rec, replays))
     driver.start()
     if variant == "tail":
@@ -192,6 +210,9 @@ def run_one(variant: str, replays: int, rate: float, per: int, work: Path) -> di
         driver.join()
         watcher.wait()
         result["cpu"], result["rss"] = cpu_and_rss([s for s in samples if s[0] >= t0])
+        mine = [s for s in samples if s[0] >= t0]
+        used = mine[-1][1] - mine[0][1] if len(mine) >= 2 else float("nan")
+        result["cpu_per_10k"] = used / (replays * per) * 10_000
     result["seconds"] = time.monotonic() - t0
     return result
 
@@ -233,6 +254,33 @@ def quiet(work: Path, seconds: float = 5.0) -> list[float]:
     done.set()
     reader.join()
     return holder[0][1:]  # the first stamp is the header's
+
+
+def tap_rate(variant: str, work: Path, replays: int, per: int) -> float:
+    """Updates a second through the tap when the agent sends as fast as it can (the client
+    reading every line), with this variant's watcher following the trace (`none`: none)."""
+    folder = Path(tempfile.mkdtemp(dir=work))
+    started = start_watcher(variant, folder, work)
+    done = threading.Event()
+    reader: threading.Thread | None = None
+    if variant == "tail":
+        reader = threading.Thread(target=tail, args=(folder, done), daemon=True)
+        reader.start()
+    rec = start_record(folder, ["--rate", "1e12", "--per-replay", str(per), "--gap", "0"])
+    seconds = drive(rec, replays)
+    done.set()
+    if reader is not None:
+        reader.join()
+    if started is not None:
+        watcher = started[0]
+        assert watcher.stdout is not None
+        watcher.stdout.read()
+        try:
+            watcher.wait(timeout=300)  # a hang guard: it ends once it has read the trace
+        except subprocess.TimeoutExpired:
+            watcher.terminate()
+            watcher.wait()
+    return replays * per / seconds
 
 
 def throughput(work: Path, updates: int = 100_000, per: int = 5_000) -> dict[str, float]:
@@ -300,68 +348,54 @@ def throughput(work: Path, updates: int = 100_000, per: int = 5_000) -> dict[str
     }
 
 
+VARIANTS = ("tail", "jsonl", "screen")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--rate", type=float, default=10_000.0, help="updates a second")
-    parser.add_argument("--replays", type=int, default=40, help="resumes per run")
+    parser.add_argument("--replays", type=int, default=20, help="resumes per run")
     parser.add_argument("--per-replay", type=int, default=5_000, help="updates per resume")
     parser.add_argument("--reps", type=int, default=1)
+    parser.add_argument("--tap-replays", type=int, default=10, help="resumes, tap at full speed")
     parser.add_argument("--quiet-seconds", type=float, default=5.0)
-    parser.add_argument("--throughput", type=int, default=300_000, help="updates, engine alone")
+    parser.add_argument("--throughput", type=int, default=100_000, help="updates, engine alone")
     parser.add_argument("--json")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-watch-"))
-    runs: dict[str, list[dict[str, Any]]] = {"tail": [], "jsonl": [], "screen": []}
+    runs: dict[str, list[dict[str, Any]]] = {v: [] for v in VARIANTS}
+    rates: dict[str, list[float]] = {v: [] for v in ("none", *VARIANTS)}
     for _rep, variant in benchlib.rounds(list(runs), args.reps):
         runs[variant].append(run_one(variant, args.replays, args.rate, args.per_replay, work))
-    figures = []
-    for variant, results in runs.items():
-        lat = [v for r in results for v in r["latency"]]
-        ok = None if variant == "tail" else median(lat) < TARGET_MS
+    for _rep, variant in benchlib.rounds(list(rates), args.reps):
+        rates[variant].append(tap_rate(variant, work, args.tap_replays, args.per_replay))
+    figures = latency_figures(runs)
+    tails = median([v for r in runs["tail"] for v in r["latency"]])
+    for variant in ("jsonl", "screen"):
+        lat = median([v for r in runs[variant] for v in r["latency"]])
+        figures.append(Figure(f"{variant} / tail (the floor), median", lat / tails, "-", None, ""))
+    bare = median(rates["none"])
+    figures.append(
+        Figure("tap at full speed, no watcher", bare, "-", None, " updates/s", "the agent unpaced")
+    )
+    for variant in VARIANTS:
+        ratio = median(rates[variant]) / bare
         figures.append(
             Figure(
-                f"{variant}: stamp -> seen, median",
-                median(lat),
-                f"<{TARGET_MS:.0f}ms",
-                ok,
-                "ms",
-                f"{len(lat)} samples",
+                f"tap at full speed with {variant} / without",
+                ratio,
+                "~1",
+                None,
+                "",
+                f"{median(rates[variant]):.0f} updates/s",
             )
         )
-        figures.append(
-            Figure(f"{variant}: stamp -> seen, p90", percentile(lat, 90), "-", None, "ms")
-        )
-        decided = [v for r in results for v in r.get("decided", [])]
-        if decided:
-            figures.append(
-                Figure(
-                    f"{variant}: response -> outcome decided, median",
-                    median(decided),
-                    "-",
-                    None,
-                    "ms",
-                )
-            )
-        if variant != "tail":
-            cpu = median([r["cpu"] for r in results])
-            figures.append(Figure(f"{variant}: CPU share of one core", cpu, "<1", cpu < 1, ""))
-            early, peak = results[-1]["rss"]
-            figures.append(
-                Figure(
-                    f"{variant}: RSS at a quarter / peak",
-                    early / peak if peak else float("nan"),
-                    "~1",
-                    None,
-                    "",
-                    f"{early:.0f} MB / {peak:.0f} MB",
-                )
-            )
     tp = throughput(work, args.throughput)
     figures.append(
         Figure(
-            "engine: CPU s per 10,000 updates",
+            "engine alone: CPU s per 10,000 updates",
             tp["cpu_per_10k"],
             "<1s",
             tp["cpu_per_10k"] < 1,
@@ -371,7 +405,7 @@ def main() -> None:
     )
     figures.append(
         Figure(
-            "engine: analyzer rows kept, peak",
+            "engine alone: analyzer rows kept, peak",
             tp["peak_rows"],
             "bounded",
             None,
@@ -379,10 +413,6 @@ def main() -> None:
             f"of {args.throughput} updates",
         )
     )
-    tails = median([v for r in runs["tail"] for v in r["latency"]])
-    for variant in ("jsonl", "screen"):
-        lat = median([v for r in runs[variant] for v in r["latency"]])
-        figures.append(Figure(f"{variant} / tail (the floor), median", lat / tails, "-", None, ""))
     q = quiet(work, args.quiet_seconds)
     figures.append(
         Figure(
@@ -409,12 +439,72 @@ def main() -> None:
         "replays": args.replays,
         "per_replay": args.per_replay,
         "run_seconds": seconds,
+        "tap_rates": rates,
         "load": os.getloadavg(),
     }
     benchlib.report("watch", figures, extra, args.json)
     print(
-        f"load average {os.getloadavg()}; a run took {seconds:.1f} s for {args.replays * args.per_replay} updates"
+        f"load average {os.getloadavg()}; a run took {seconds:.1f} s for "
+        f"{args.replays * args.per_replay} updates"
     )
+
+
+def latency_figures(runs: dict[str, list[dict[str, Any]]]) -> list[Figure]:
+    """Stamp -> seen per variant, and each watcher's CPU and memory."""
+    figures = []
+    for variant, results in runs.items():
+        lat = [v for r in results for v in r["latency"]]
+        ok = None if variant == "tail" else median(lat) < TARGET_MS
+        seen = "painted" if variant == "screen" else "event" if variant == "jsonl" else "in file"
+        for q, name in ((50, "median"), (90, "p90")):
+            figures.append(
+                Figure(
+                    f"{variant}: stamp -> {seen}, {name}",
+                    percentile(lat, q),
+                    f"<{TARGET_MS:.0f}ms" if q == 50 else "-",
+                    ok if q == 50 else None,
+                    "ms",
+                    f"{len(lat)} samples" if q == 50 else "",
+                )
+            )
+        decided = [v for r in results for v in r.get("decided", [])]
+        if decided:
+            figures.append(
+                Figure(
+                    f"{variant}: response -> outcome decided, median",
+                    median(decided),
+                    "-",
+                    None,
+                    "ms",
+                )
+            )
+        if variant == "tail":
+            continue
+        per = median([r["cpu_per_10k"] for r in results])
+        figures.append(
+            Figure(
+                f"{variant}: CPU s per 10,000 updates",
+                per,
+                "<1s",
+                per < 1,
+                "s",
+                "one core keeps up",
+            )
+        )
+        cpu = median([r["cpu"] for r in results])
+        figures.append(Figure(f"{variant}: CPU share of one core (wall)", cpu, "-", None, ""))
+        early, peak = results[-1]["rss"]
+        figures.append(
+            Figure(
+                f"{variant}: RSS at a quarter / peak",
+                early / peak if peak else float("nan"),
+                "~1",
+                None,
+                "",
+                f"{early:.0f} MB / {peak:.0f} MB",
+            )
+        )
+    return figures
 
 
 if __name__ == "__main__":

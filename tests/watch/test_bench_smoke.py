@@ -16,7 +16,7 @@ BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 def test_watch_benchmark_runs(tmp_path: Path) -> None:
     out = tmp_path / "figures.json"
     args = ["--replays", "2", "--per-replay", "200", "--rate", "2000", "--quiet-seconds", "1.5"]
-    args += ["--throughput", "2000", "--json", str(out)]
+    args += ["--tap-replays", "2", "--throughput", "2000", "--json", str(out)]
     done = subprocess.run(
         [sys.executable, str(BENCH / "bench_watch.py"), *args],
         capture_output=True,
@@ -25,8 +25,11 @@ def test_watch_benchmark_runs(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     names = [f["name"] for f in json.loads(out.read_text())["figures"]]
-    for variant in ("tail", "jsonl", "screen"):
-        assert f"{variant}: stamp -> seen, median" in names
+    for variant, seen in (("tail", "in file"), ("jsonl", "event"), ("screen", "painted")):
+        assert f"{variant}: stamp -> {seen}, median" in names
+        assert f"tap at full speed with {variant} / without" in names
+    for variant in ("jsonl", "screen"):
+        assert f"{variant}: CPU s per 10,000 updates" in names
     assert "jsonl: response -> outcome decided, median" in names
-    assert "engine: CPU s per 10,000 updates" in names
+    assert "engine alone: CPU s per 10,000 updates" in names
     assert "quiet traffic: stamp -> in the file, max" in names

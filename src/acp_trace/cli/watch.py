@@ -68,7 +68,12 @@ def watch(
         )
     from acp_trace.watch.engine import Engine
 
-    engine = Engine(roots, interval=0.0 if once else interval, marker_meta=marker_meta)
+    engine = Engine(
+        roots,
+        interval=0.0 if once else interval,
+        marker_meta=marker_meta,
+        background=not once,  # following and drawing go on while the analyzer works
+    )
     engine.judge.warm()
     try:
         if fmt == "jsonl":

@@ -28,13 +28,14 @@ from pathlib import Path
 from typing import Any
 
 from acp_trace.watch.follow import Folder, Follower
-from acp_trace.watch.judge import Judge, Verdicts
+from acp_trace.watch.judge import BACKLOG, Judge, Verdicts
 from acp_trace.watch.live import Change, Live, Replay
 
 Event = dict[str, Any]
 FINDINGS_KEPT = 1000  # findings the screen lists; older ones are counted
 REPLAYS_KEPT = 1000  # finished replays kept per watch; older ones are counted
 SCAN_SECONDS = 0.5  # how often the folders are searched for new traces
+CATCH_UP = 4  # the most polls (of READ_BYTES each) of one file in one step
 QUIET_SECONDS = 30.0  # a trace that has not grown for this long (and has no exit) is quiet
 
 
@@ -43,6 +44,7 @@ class Engine:
     roots: list[str]
     interval: float = 1.0
     marker_meta: str | None = None
+    background: bool = False  # the analyzer in a thread of its own (the screen, jsonl)
     clock: Callable[[], float] = time.monotonic
     live: Live = field(default_factory=Live)
     judge: Judge = field(init=False)
@@ -58,7 +60,8 @@ class Engine:
 
     def __post_init__(self) -> None:
         self.folder = Folder(list(self.roots))
-        self.judge = Judge(self.interval, self.marker_meta)
+        self.judge = Judge(self.interval, self.marker_meta, background=self.background)
+        self.judging: set[str] = set()  # exited traces whose last analysis is under way
 
     def step(self) -> list[Event]:
         """One round: new files, new lines, and (when due) the analyzer's verdicts."""
@@ -69,19 +72,37 @@ class Engine:
             for path in self.folder.new_files():
                 self.followers[str(path)] = Follower(path)
         for name, follower in self.followers.items():
-            events.extend(self._read(name, follower, now))
+            if self.judge.backlog() >= BACKLOG:  # the analyzer is behind: the file waits
+                break
+            for _ in range(CATCH_UP):  # a file far ahead: read on, up to CATCH_UP polls
+                events.extend(self._read(name, follower, now))
+                if not follower.behind():
+                    break
+        events.extend(self._collect(now))
         if self.judge.due(now):
-            events.extend(self._verdicts(self.judge.run(now, self._open_since())))
-            for name in sorted(self.ending):
-                trace = self.live.traces[name]
-                events.append(self._ended(trace))
-            self.ending.clear()
+            self.judging, self.ending = self.ending, set()
+            self.judge.start(now, self._open_since())
+            events.extend(self._collect(now))  # over already unless in the background
         if events or self.lines_read != self._last_lines:
             self.version += 1
             self._last_lines = self.lines_read
         return events
 
     _last_lines = 0
+
+    def _collect(self, now: float) -> list[Event]:
+        """The verdicts of the analysis once it is over, then the end of each trace that had
+        exited when it started (its last verdicts are out)."""
+        verdicts = self.judge.collect(now)
+        if verdicts is None:
+            return []
+        events = self._verdicts(verdicts)
+        for name in sorted(self.judging):
+            trace = self.live.traces.get(name)
+            if trace is not None and trace.ended is not None:
+                events.append(self._ended(trace))
+        self.judging = set()
+        return events
 
     def quiet(self, name: str) -> bool:
         trace = self.live.traces.get(name)
@@ -96,6 +117,7 @@ class Engine:
             self.live.reset(name)
             self.judge.reset(name)
             self.ending.discard(name)
+            self.judging.discard(name)
             events.append({"event": "trace_reopened", "trace": name, "why": polled.reopened})
         if not polled.lines:
             return events
@@ -242,7 +264,7 @@ class Engine:
 
     def judge_idle(self) -> bool:
         """Every line read has been analyzed and nothing waits to be said."""
-        if self.ending or any(b.dirty for b in self.judge.books.values()):
+        if self.ending or self.judge.busy() or any(b.dirty for b in self.judge.books.values()):
             return False
         return not any(f.behind() for f in self.followers.values())
 

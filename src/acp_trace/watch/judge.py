@@ -2,19 +2,26 @@
 `replays` (`acp_trace.analysis.Analysis`) run over the records read so far, no second
 implementation of any rule.
 
-The records of a trace are parsed once, as they arrive, into records frames (the reader's
-own line parser); an analysis joins them and runs the passes. It runs on a bounded cadence:
-at once when something was decided (a replaying request answered, the trace ended), else at
-most every `interval` seconds, and never more than `BUDGET` of the time (after a run of D
-seconds the next waits D / BUDGET). Memory is bounded: past `MAX_ROWS` rows, the notifications and stderr lines
-before the oldest replay still in progress are let go (every request and response stays:
-the rules pair them).
+The records of a trace are parsed once, into records frames (the reader's own line parser),
+and an analysis joins them and runs the passes. It runs on a bounded cadence: at once when
+something was decided (a replaying request answered, the trace ended), else at most every
+`interval` seconds, and never more than `BUDGET` of the time (after a run analyzing for D
+seconds the next waits D / BUDGET; parsing the new lines is not counted: it cannot be put
+off). A run is a `Job`: `add` only queues the lines read, and the job parses those queued
+since the last one, then analyzes. With `background` it runs in a thread of its own, so that
+following the files and drawing the screen go on while it works (polars lets go of the GIL
+in its kernels); a later step collects its verdicts. The lines queued are bounded: past
+`BACKLOG` the engine reads no more until the job has taken them (`backlog`). Memory is
+bounded: past `MAX_ROWS` rows, the notifications and stderr lines before the oldest replay
+still in progress are let go (every request and response stays: the rules pair them).
 Findings are reported once each and never taken back; after such a cut, only those at
 records after it are new. The rules about the end of a trace (`END_RULES`) wait for its end.
 """
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,8 +32,9 @@ from acp_trace.analysis import Analysis
 from acp_trace.trace.lines import SCHEMA, Table
 from acp_trace.trace.native import read_range
 
-MAX_ROWS = 50_000  # records rows kept per trace before the settled updates are let go
+MAX_ROWS = 20_000  # records rows kept per trace before the settled updates are let go
 BUDGET = 0.25  # the share of the time the analysis may take
+BACKLOG = 20_000  # lines queued for the next run past which the files are not read on
 END_RULES = frozenset({"unanswered-request", "cancel-unanswered"})
 
 
@@ -59,6 +67,7 @@ class Book:
     frames: list[pl.DataFrame] = field(default_factory=list)
     rows: int = 0
     lines: int = 0  # lines parsed (the next line's number is lines + 1)
+    waiting: list[bytes] = field(default_factory=list)  # lines read, not parsed yet
     dirty: bool = False
     urgent: bool = False
     ended: bool = False
@@ -67,13 +76,55 @@ class Book:
     decided: set[tuple[str, str, str]] = field(default_factory=set)
 
 
+class Job:
+    """One analysis of the traces that changed, over the lines queued when it was started:
+    only it touches those books' frames and reports while it runs."""
+
+    def __init__(
+        self,
+        work: list[tuple[str, Book, list[bytes], bool]],
+        judge: Judge,
+        open_since: dict[str, int | None],
+    ) -> None:
+        self.work, self.judge, self.open_since = work, judge, open_since
+        self.lines = sum(len(lines) for _n, _b, lines, _e in work)
+        self.out = Verdicts()
+        self.done = threading.Event()
+        self.spent = 0.0  # seconds analyzing (the parsing of the lines not counted)
+
+    def run(self) -> None:
+        start = time.perf_counter()
+        try:
+            for name, book, lines, ended in self.work:
+                try:
+                    parsing = time.perf_counter()
+                    self.judge._parse(name, book, lines)
+                    start += time.perf_counter() - parsing  # every line must be parsed
+                    self.judge._judge(name, book, ended, self.out)
+                except Exception as exc:  # a bug in a pass must not end the watch: said, once
+                    self.out.errors.append(
+                        (name, f"the analysis failed: {type(exc).__name__}: {exc}")
+                    )
+                if book.rows > MAX_ROWS:
+                    self.judge._compact(book, self.open_since.get(name))
+        finally:
+            self.spent = time.perf_counter() - start
+            self.done.set()
+
+
 class Judge:
     """The analyses of the traces being watched."""
 
-    def __init__(self, interval: float = 1.0, marker_meta: str | None = None) -> None:
+    def __init__(
+        self, interval: float = 1.0, marker_meta: str | None = None, *, background: bool = False
+    ) -> None:
         self.interval = interval
         self.marker_meta = marker_meta
+        self.background = background
         self.books: dict[str, Book] = {}
+        self.job: Job | None = None
+        self.jobs: queue.SimpleQueue[Job] = queue.SimpleQueue()
+        self.worker: threading.Thread | None = None
         self.next_run = 0.0
         self.runs = 0
         self.seconds = 0.0  # time spent analyzing, all runs
@@ -84,22 +135,30 @@ class Judge:
         Analysis(pl.DataFrame(schema=SCHEMA), marker_meta=self.marker_meta).findings()
 
     def add(self, trace: str, lines: list[bytes]) -> None:
-        """Parse new whole lines of a trace (its first call starts with the header)."""
+        """Queue new whole lines of a trace (its first call starts with the header); the
+        next run parses them."""
         if not lines:
             return
         book = self.books.setdefault(trace, Book())
+        book.waiting.extend(lines)
+        book.dirty = True
+
+    def _parse(self, name: str, book: Book, lines: list[bytes]) -> None:
+        if not lines:
+            return
         data = b"\n".join(lines) + b"\n"
         table = Table()
-        read_range(data, 0, len(data), trace, table)
+        read_range(data, 0, len(data), name, table)
         for frame in table.done():
             if book.lines:
                 frame = frame.with_columns(pl.col("line") + book.lines)
             book.frames.append(frame)
             book.rows += frame.height
         book.lines += len(lines)
-        book.dirty = True
 
     def reset(self, trace: str) -> None:
+        """A trace read again from its start: a run under way on its old book is let be,
+        and what it finds is dropped (`collect`)."""
         self.books.pop(trace, None)
 
     def mark(self, trace: str, *, ended: bool = False) -> None:
@@ -110,7 +169,7 @@ class Judge:
             book.ended = book.ended or ended
 
     def due(self, now: float) -> bool:
-        if now < self.next_run:
+        if self.job is not None or now < self.next_run:
             return False
         return any(
             b.dirty and (b.urgent or now - self.last_run >= self.interval)
@@ -119,28 +178,68 @@ class Judge:
 
     last_run = 0.0
 
-    def run(self, now: float, open_since: dict[str, int | None]) -> Verdicts:
-        """Analyze every trace that changed; `open_since`: per trace, the tap stamp of its
-        oldest replaying request still waiting for an answer (None when none waits)."""
-        out = Verdicts()
-        start = time.perf_counter()
+    def backlog(self) -> int:
+        """Lines queued for the next run, and those the run under way still parses."""
+        queued = sum(len(b.waiting) for b in self.books.values())
+        job = self.job
+        return queued + (0 if job is None or job.done.is_set() else job.lines)
+
+    def busy(self) -> bool:
+        """A run is under way (its verdicts not collected yet)."""
+        return self.job is not None
+
+    def start(self, now: float, open_since: dict[str, int | None]) -> None:
+        """Start a run over every trace that changed; `open_since`: per trace, the tap stamp
+        of its oldest replaying request still waiting for an answer (None when none waits).
+        Without `background` it is over when this returns."""
+        work = []
         for name, book in self.books.items():
             if book.dirty:
-                try:
-                    self._judge(name, book, out)
-                except Exception as exc:  # a bug in a pass must not end the watch: said, once
-                    out.errors.append((name, f"the analysis failed: {type(exc).__name__}: {exc}"))
-                if book.rows > MAX_ROWS:
-                    self._compact(book, open_since.get(name))
-        spent = time.perf_counter() - start
-        self.runs += 1
-        self.seconds += spent
+                book.dirty = book.urgent = False
+                work.append((name, book, book.waiting, book.ended))
+                book.waiting = []
+        self.job = Job(work, self, open_since)
         self.last_run = now
-        self.next_run = now + spent / BUDGET - spent
+        if self.background:
+            if self.worker is None:  # one thread for every run: one malloc arena, reused
+                self.worker = threading.Thread(target=self._serve, name="acp-trace-judge")
+                self.worker.daemon = True
+                self.worker.start()
+            self.jobs.put(self.job)
+        else:
+            self.job.run()
+
+    def _serve(self) -> None:
+        while True:
+            self.jobs.get().run()
+
+    def collect(self, now: float) -> Verdicts | None:
+        """The verdicts of the run under way once it is over (None before); what it found
+        in a trace read again from its start since is dropped."""
+        job = self.job
+        if job is None or not job.done.is_set():
+            return None
+        self.job = None
+        self.runs += 1
+        self.seconds += job.spent
+        self.next_run = now + job.spent / BUDGET - job.spent
+        out = job.out
+        current = {name for name, book, _l, _e in job.work if self.books.get(name) is book}
+        out.replays = [d for d in out.replays if d.trace in current]
+        out.findings = [f for f in out.findings if f["trace"] in current]
+        out.errors = [e for e in out.errors if e[0] in current]
         return out
 
-    def _judge(self, name: str, book: Book, out: Verdicts) -> None:
-        book.dirty = book.urgent = False
+    def run(self, now: float, open_since: dict[str, int | None]) -> Verdicts:
+        """A run started and waited for (tests, `--once`)."""
+        self.start(now, open_since)
+        assert self.job is not None
+        self.job.done.wait()
+        verdicts = self.collect(now)
+        assert verdicts is not None
+        return verdicts
+
+    def _judge(self, name: str, book: Book, ended: bool, out: Verdicts) -> None:
         records = (
             pl.concat(book.frames, rechunk=False) if book.frames else pl.DataFrame(schema=SCHEMA)
         )
@@ -153,7 +252,7 @@ class Judge:
             key = (f["rule"], f["session"], f["seq"], f["message"])
             if key in book.seen or (f["seq"] is not None and f["seq"] <= book.cut_seq):
                 continue
-            if f["rule"] in END_RULES and not book.ended:
+            if f["rule"] in END_RULES and not ended:
                 continue
             book.seen.add(key)
             out.findings.append(f)
@@ -202,4 +301,8 @@ class Judge:
             return
         book.cut_seq = max(book.cut_seq, int(dropped["seq"].max() or -1))  # type: ignore[arg-type]
         kept = records.filter(~drop)
+        # a copy: a filtered frame's strings are views that keep every old buffer alive
+        copied = pl.from_arrow(kept.to_arrow())
+        if isinstance(copied, pl.DataFrame) and copied.schema == kept.schema:
+            kept = copied
         book.frames, book.rows = [kept], kept.height

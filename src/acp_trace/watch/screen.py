@@ -2,8 +2,10 @@
 the centre, the replays below it, the selected session's live timeline at the bottom.
 
 Every `TICK` seconds the engine reads what the files gained and the views are redrawn from
-its state (`watch.views`), unless paused; the analyzer runs on its own cadence inside
-`Engine.step`. Every cell is rich `Text` built from escaped trace text: nothing is markup.
+its state (`watch.views`), unless paused; the analyzer runs on its own cadence, in a thread
+of its own, started and collected by `Engine.step`. A redraw changes only what changed (the
+tables through `watch.tables`, a text only when it differs, without a layout pass: every
+box has a fixed size), so Textual repaints only those cells. Every cell is rich `Text` built from escaped trace text: nothing is markup.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from acp_trace.render.escape import terminal
 from acp_trace.watch import views
 from acp_trace.watch.engine import Engine
 from acp_trace.watch.live import Row
+from acp_trace.watch.tables import Synced, same_text
 
 TICK = 0.1  # seconds between two reads of the files and redraws
 
@@ -105,6 +108,8 @@ class WatchApp(App[None]):
         self.paused = False
         self.w_status = self.w_replay = self.w_head = Static()
         self.tables: dict[str, DataTable[Any]] = {}
+        self.synced: dict[str, Synced] = {}
+        self.texts: dict[int, Text] = {}  # what each Static shows (by id), to skip a same one
         self.selected: tuple[str, str] | None = None  # (trace, session)
         self.shown_rows: list[Row] = []
         self.redraws = 0
@@ -134,6 +139,7 @@ class WatchApp(App[None]):
         self.tables = {
             k: main.query_one(f"#{k}", DataTable) for k in ("sessions", "replays", "timeline")
         }
+        self.synced = {k: Synced(table) for k, table in self.tables.items()}
         self.query_one("#sessions", DataTable).add_columns("connection / session", "", "state")
         self.query_one("#replays", DataTable).add_columns(
             "session", "outcome", "gap", "history", "largest phase", "findings"
@@ -156,7 +162,7 @@ class WatchApp(App[None]):
         when something changed."""
         self._status()
         replay = views.current_replay(self.engine, self.selected)
-        self.w_replay.update(views.replay_panel(self.engine, replay))
+        self._show(self.w_replay, views.replay_panel(self.engine, replay))
         if not force and self.engine.version == self.drawn:
             return
         self.redraws += 1
@@ -178,17 +184,24 @@ class WatchApp(App[None]):
             text += "  |  PAUSED (p resumes)"
         if e.errors:
             text += f"  |  {e.errors[-1]}"
-        self.w_status.update(views.t(text + "  |  ? keys"))
+        self._show(self.w_status, views.t(text + "  |  ? keys"))
+
+    def _show(self, widget: Static, text: Text) -> None:
+        """A new text in a box of fixed size: painted only when it differs, with no layout."""
+        if same_text(self.texts.get(id(widget)), text):
+            return
+        self.texts[id(widget)] = text
+        widget.update(text, layout=False)
 
     def _fill(self, selector: str, rows: list[tuple[str, list[Text]]]) -> None:
-        """Replace a table's rows, keeping the cursor on the same key when it is still there."""
-        table = self.tables[selector.lstrip("#")]
+        """Bring a table to these rows, keeping the cursor on the same key when it is still
+        there."""
+        name = selector.lstrip("#")
+        table = self.tables[name]
         keep = self._cursor_key(table)
-        table.clear()
-        for key, cells in rows:
-            table.add_row(*cells, key=key)
+        self.synced[name].sync(rows)
         keys = [key for key, _ in rows]
-        if keep in keys:
+        if keep in keys and keys.index(keep) != table.cursor_row:
             table.move_cursor(row=keys.index(keep), animate=False)
 
     def _cursor_key(self, table: DataTable[Any]) -> str | None:
@@ -214,7 +227,7 @@ class WatchApp(App[None]):
                 session = next(reversed(trace.sessions.values()), None)
         head, rows = views.timeline_rows(trace, session, self.flt)
         who = f"{trace.agent}: {session.id if session else '(no session yet)'}"
-        self.w_head.update(views.t(f"{who}   {head}"))
+        self._show(self.w_head, views.t(f"{who}   {head}"))
         table = self.tables["timeline"]
         at_end = not table.has_focus or table.cursor_row >= table.row_count - 1
         was = (
@@ -222,14 +235,15 @@ class WatchApp(App[None]):
             if 0 <= table.cursor_row < len(self.shown_rows)
             else None
         )
-        table.clear()
-        for _row, cells in rows:
-            table.add_row(*cells)
+        self.synced["timeline"].sync([(str(id(row)), cells) for row, cells in rows])
         self.shown_rows = [row for row, _ in rows]
         if rows and (at_end or was is None):
-            table.move_cursor(row=len(rows) - 1, animate=False)
+            if table.cursor_row != len(rows) - 1:
+                table.move_cursor(row=len(rows) - 1, animate=False)
         elif was is not None and was in self.shown_rows:  # the row the reader is on stays
-            table.move_cursor(row=self.shown_rows.index(was), animate=False)
+            index = self.shown_rows.index(was)
+            if table.cursor_row != index:
+                table.move_cursor(row=index, animate=False)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if not event.data_table.has_focus:  # a redraw moving the cursor back
