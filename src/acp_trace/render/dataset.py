@@ -35,7 +35,7 @@ from acp_trace.errors import AcpTraceError, OutputError
 from acp_trace.files import check_directory_target, output_dir
 from acp_trace.jsonrpc import json_text
 from acp_trace.render.dataset_keys import agent_key, day_key
-from acp_trace.render.dataset_store import Store
+from acp_trace.render.dataset_store import Staged, Store
 from acp_trace.render.export import portable
 from acp_trace.trace.format import started_at
 
@@ -48,6 +48,7 @@ WRITE_ORDER = ("replays", "findings", "turns", "records")  # records last: the t
 MARKER_FILE = "acp-trace-dataset.json"
 TRACES = "_traces"
 KEYS = ("agent", "date")  # stored in every row; the folders hold agent_key and day
+CHUNK = 1000  # traces staged, flushed and committed together
 DROPPED = {"records": ("row", "peer_row")}  # positions in one export's table: meaningless later
 
 
@@ -131,50 +132,121 @@ def file_name(trace_id: str) -> str:
 
 def append(a: Analysis, directory: str | os.PathLike[str]) -> Appended:
     """Write the traces of `a` that the dataset does not hold yet, each exactly once (a copy
-    of a trace, with the same id, is the same trace: its first path is kept)."""
-    tables = dataset_tables(a)
-    by_trace = {
-        name: {key[0]: rows for key, rows in df.partition_by("trace", as_dict=True).items()}
-        for name, df in tables.items()
-    }
+    of a trace, with the same id, is the same trace: its first path is kept).
+
+    Order, for a crash at any point (and a power cut), CHUNK traces at a time: each trace's
+    claim, then its data files under temporary names; the file system flushed (syncfs); the
+    files linked to their names, records last; their folders fsynced; only then each
+    trace's `.done`, whose folders are fsynced last."""
     ids = trace_ids(a).unique("trace_id", keep="first", maintain_order=True)
     result = Appended()
     with open_dataset(directory) as store, store.lock(exclusive=False):
-        for trace, trace_id, agent, day in ids.iter_rows():
-            try:
-                if _append_trace(store, by_trace, trace, trace_id, agent, day, result.rows):
-                    result.new += 1
-                else:
-                    result.known += 1
-            except (OSError, AcpTraceError) as exc:
-                result.failed.append((trace, str(exc)))
+        todo = []
+        for row in ids.iter_rows():
+            if store.exists(_marks(row[1]), f"{row[1]}.done"):
+                result.known += 1
+            else:
+                todo.append(row)
+        if not todo:
+            return result
+        tables = dataset_tables(a)
+        by_trace = {
+            name: {key[0]: rows for key, rows in df.partition_by("trace", as_dict=True).items()}
+            for name, df in tables.items()
+        }
+        for start in range(0, len(todo), CHUNK):
+            _append_chunk(store, by_trace, todo[start : start + CHUNK], result)
     return result
 
 
-def _append_trace(
+def _append_chunk(
+    store: Store,
+    by_trace: dict[str, dict[Any, pl.DataFrame]],
+    todo: list[tuple[Any, ...]],
+    result: Appended,
+) -> None:
+    staged: dict[str, tuple[str, list[tuple[Staged, int]]]] = {}
+    for trace, trace_id, agent, day in todo:
+        try:
+            staged[trace_id] = (trace, _stage_trace(store, by_trace, trace, trace_id, agent, day))
+        except (OSError, AcpTraceError) as exc:
+            result.failed.append((trace, str(exc)))
+    store.flush()
+    folders: set[tuple[str, ...]] = set()
+    written = []
+    for trace_id, (trace, files) in staged.items():
+        try:
+            for file, height in files:
+                if store.commit(file):
+                    result.rows[file.folder[0]] += height
+                folders.add(file.folder)
+            written.append(trace_id)
+        except (OSError, AcpTraceError) as exc:
+            result.failed.append((trace, str(exc)))
+        finally:
+            for file, _height in files:
+                store.discard(file)
+    store.sync(folders)
+    for trace_id in written:
+        made = store.write_once(
+            _marks(trace_id), f"{trace_id}.done", _empty, durable=False, sync_folder=False
+        )
+        result.new += made
+        result.known += not made  # a concurrent export finished it first
+    store.sync({_marks(t) for t in written})
+
+
+def _marks(trace_id: str) -> tuple[str, str]:
+    return (TRACES, trace_id[:2])
+
+
+def _empty(_handle: Any) -> None:
+    """A `.done` file holds nothing: its name says it."""
+
+
+def _stage_trace(
     store: Store,
     by_trace: dict[str, dict[Any, pl.DataFrame]],
     trace: str,
     trace_id: str,
     agent: str | None,
     day: Any,
-    rows: dict[str, int],
-) -> bool:
-    """One trace's files, then its `.done`; False when the dataset holds it already."""
-    marks = (TRACES, trace_id[:2])
-    if store.exists(marks, f"{trace_id}.done"):
-        return False
-    claim = orjson.dumps({"agent_key": agent_key(agent), "day": day_key(day)})
-    store.write_once(marks, f"{trace_id}.json", lambda f: f.write(claim))
-    where = orjson.loads(store.read(marks, f"{trace_id}.json") or claim)
+) -> list[tuple[Staged, int]]:
+    """One trace's claim (where its files go: the first export's choice) and its data files
+    staged, records last; with their row counts."""
+    marks = _marks(trace_id)
+    ours = {"agent_key": agent_key(agent), "day": day_key(day)}
+    claim = orjson.dumps(ours)
+    store.write_once(  # not fsynced: one cut by a power loss reads as no claim
+        marks, f"{trace_id}.json", lambda f: f.write(claim), durable=False, sync_folder=False
+    )
+    where = _claim(store.read(marks, f"{trace_id}.json")) or ours
     folder = (f"agent_key={where['agent_key']}", f"day={where['day']}")
-    for name in WRITE_ORDER:
-        part = by_trace[name].get(trace)
-        if part is None or not part.height:
-            continue
-        if store.write_once((name, *folder), file_name(trace_id), part.write_parquet):
-            rows[name] += part.height
-    return store.write_once(marks, f"{trace_id}.done", lambda f: None)
+    files = []
+    try:
+        for name in WRITE_ORDER:
+            part = by_trace[name].get(trace)
+            if part is not None and part.height:
+                file = store.stage((name, *folder), file_name(trace_id), part.write_parquet)
+                if file is not None:
+                    files.append((file, part.height))
+    except BaseException:
+        for file, _height in files:
+            store.discard(file)
+        raise
+    return files
+
+
+def _claim(data: bytes | None) -> dict[str, str] | None:
+    """A claim's partition keys; None when missing or unreadable (cut by a power loss)."""
+    try:
+        value = orjson.loads(data or b"")
+    except orjson.JSONDecodeError:
+        return None
+    keys = ("agent_key", "day")
+    if isinstance(value, dict) and all(isinstance(value.get(k), str) for k in keys):
+        return {k: value[k] for k in keys}
+    return None
 
 
 def open_dataset(directory: str | os.PathLike[str]) -> Store:

@@ -14,12 +14,14 @@ temporary file is renamed over the name instead (still atomic, last one wins).
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import fcntl
 import os
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -127,34 +129,82 @@ class Store:
             return f.read()
 
     def write_once(
-        self, folder: tuple[str, ...], name: str, write: Callable[[IO[bytes]], object]
+        self,
+        folder: tuple[str, ...],
+        name: str,
+        write: Callable[[IO[bytes]], object],
+        *,
+        durable: bool = True,
+        sync_folder: bool = True,
     ) -> bool:
         """Write `root/folder/name` with `write(handle)` unless it exists; True if this call
-        made it. The file appears whole or not at all."""
+        made it. The file appears whole or not at all. `durable`: its content is on disk
+        before it gets its name (fsync); `sync_folder`: so is its name, at once (else call
+        `sync` on the folder before anything that counts on it)."""
+        staged = self.stage(folder, name, write)
+        if staged is None:
+            return False
+        try:
+            if durable:
+                with _failing(self.path(folder, name), "cannot write"):
+                    handle = os.open(staged.temp, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=staged.fd)
+                    try:
+                        os.fsync(handle)
+                    finally:
+                        os.close(handle)
+            made = self.commit(staged)
+            if sync_folder:
+                os.fsync(staged.fd)
+            return made
+        finally:
+            self.discard(staged)
+
+    def stage(
+        self, folder: tuple[str, ...], name: str, write: Callable[[IO[bytes]], object]
+    ) -> Staged | None:
+        """Write what will be `root/folder/name` under a hidden temporary name (not yet
+        flushed: `flush` the file system, then `commit`); None when the name exists."""
         fd = self.folder(folder)
         assert fd is not None
         if self.exists(folder, name):
-            return False
-        temp = temporary_name(name)
+            return None
+        staged = Staged(folder, name, temporary_name(name), fd)
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
-            handle = os.open(temp, flags, PRIVATE_FILE, dir_fd=fd)
-            try:
-                os.fchmod(handle, PRIVATE_FILE)  # whatever the umask
-                with os.fdopen(handle, "wb", closefd=False) as f:
+            with _failing(self.path(folder, name), "cannot write"):
+                handle = os.open(staged.temp, flags, PRIVATE_FILE, dir_fd=fd)
+                with os.fdopen(handle, "wb") as f:
+                    os.fchmod(handle, PRIVATE_FILE)  # whatever the umask
                     write(f)
-                    f.flush()
-                os.fsync(handle)
-            finally:
-                os.close(handle)
-            made = _commit(fd, temp, name)
-            os.fsync(fd)
-            return made
-        except OSError as exc:
-            raise _refusal(self.path(folder, name), exc, "cannot write") from exc
-        finally:
-            with suppress(OSError):
-                os.unlink(temp, dir_fd=fd)
+        except BaseException:
+            self.discard(staged)
+            raise
+        return staged
+
+    def commit(self, staged: Staged) -> bool:
+        """Give a staged file its name unless the name exists; True if this call did."""
+        with _failing(self.path(staged.folder, staged.name), "cannot write"):
+            made = _commit(staged.fd, staged.temp, staged.name)
+        self.discard(staged)
+        return made
+
+    def discard(self, staged: Staged) -> None:
+        """Remove a staged file's temporary name (after `commit` it is only a second link)."""
+        with suppress(OSError):
+            os.unlink(staged.temp, dir_fd=staged.fd)
+
+    def flush(self) -> None:
+        """Everything written on the dataset's file system so far is on disk (syncfs)."""
+        syncfs = getattr(ctypes.CDLL(None, use_errno=True), "syncfs", None)
+        if syncfs is None or syncfs(self.fd) != 0:
+            os.sync()
+
+    def sync(self, folders: Iterable[tuple[str, ...]]) -> None:
+        """fsync these folders: the names written into them are on disk."""
+        for folder in folders:
+            fd = self.folder(folder, create=False)
+            if fd is not None:
+                os.fsync(fd)
 
     @contextmanager
     def lock(self, *, exclusive: bool) -> Iterator[None]:
@@ -169,6 +219,24 @@ class Store:
             yield
         finally:
             os.close(fd)  # releases the lock
+
+
+@dataclass(frozen=True)
+class Staged:
+    """A file written under its temporary name `temp` in the folder `fd`, to become `name`."""
+
+    folder: tuple[str, ...]
+    name: str
+    temp: str
+    fd: int
+
+
+@contextmanager
+def _failing(path: Path, what: str) -> Iterator[None]:
+    try:
+        yield
+    except OSError as exc:
+        raise _refusal(path, exc, what) from exc
 
 
 def _commit(fd: int, temp: str, name: str) -> bool:
