@@ -83,6 +83,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("/tmp/acp-dataset"))
     parser.add_argument("--previous", type=Path, help="the previous tree's src/ folder")
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--only", choices=("this", "previous"), help="run one variant")
     args = parser.parse_args()
     sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "fleet")]
     from fleetgen import write_traces
@@ -95,6 +96,8 @@ def main() -> None:
     if args.previous:
         variants.insert(0, ("previous tree", args.previous))
     for label, src in variants:
+        if args.only and not label.startswith(args.only):
+            continue
         dataset = args.out / f"ds-{label.split()[0]}"
         shutil.rmtree(dataset, ignore_errors=True)
         results.append(measure(label, dataset, folder, src, args.reps))

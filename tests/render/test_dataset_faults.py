@@ -240,7 +240,7 @@ def test_compaction_keeps_every_row_once_and_survives_a_kill(tmp_path: Path, cli
 def test_docs_state_the_choice_and_the_cost() -> None:
     """docs/dataset.md says which design and why, and the measured cost at 10,000 traces."""
     text = (ROOT / "docs" / "dataset.md").read_text()
-    assert "Why not Delta Lake" in text and "10,000 traces" in text
+    assert "and not Delta Lake" in text and "10,000 traces" in text
 
 
 def test_compact_refuses_what_is_not_its_own(tmp_path: Path, cli: Cli) -> None:
