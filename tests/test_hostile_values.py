@@ -225,6 +225,7 @@ HOSTILE_COVERAGE = {
     "report": ["tests/test_hostile_values.py", "tests/render/test_report_bundle.py"],
     "plot": ["tests/render/test_plots.py"],
     "export": ["tests/test_hostile_values.py", "tests/cli/test_hostile.py"],
+    "compact": ["tests/render/test_dataset_faults.py"],
     "import": ["tests/test_hostile_values.py"],
     "demo": [],  # reads no input: it records its own agent and client
     "demo-agent": ["tests/demo/test_agent.py"],

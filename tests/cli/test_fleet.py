@@ -99,7 +99,7 @@ def test_an_unreachable_scheduler_is_one_line(tmp_path: Path, cli: Cli) -> None:
 
 def test_the_dataset_grows_without_duplicates(tmp_path: Path, cli: Cli) -> None:
     """Exporting twice writes the traces once; the second run says so."""
-    folder = write_traces(tmp_path / "t", 5)
+    folder = write_traces(tmp_path / "t", 5, distinct=True)
     dataset = tmp_path / "ds"
     args = ["export", "--format", "parquet", "--dataset", str(dataset), str(folder)]
     code, out, _ = _ran(cli(*args))

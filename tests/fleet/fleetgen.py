@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import random
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+import orjson
 
 from tracebuilder import TraceBuilder
 
@@ -40,11 +43,41 @@ def varied_trace(rng: random.Random, index: int) -> TraceBuilder:
     return b
 
 
-def write_traces(folder: Path, count: int, seed: int = 7) -> Path:
-    """`count` varied traces in `folder`, in three subfolders."""
+def write_traces(
+    folder: Path,
+    count: int,
+    seed: int = 7,
+    *,
+    distinct: bool = False,
+    agents: list[str] | None = None,
+) -> Path:
+    """`count` varied traces in `folder`, in three subfolders. With `distinct` each has a
+    header of its own (pid, start time over a few days), so each is its own recording to the
+    dataset (the same header is the same recording: docs/dataset.md); `agents`: the names to
+    draw from instead of agent-a/b/c."""
     rng = random.Random(seed)
     for i in range(count):
         sub = folder / f"batch{i % 3}"
         sub.mkdir(parents=True, exist_ok=True)
-        varied_trace(rng, i).write(sub / f"t{i:05d}.jsonl")
+        b = varied_trace(rng, i)
+        if agents:
+            b = _renamed(b, rng.choice(agents))
+        if distinct:
+            head = orjson.loads(b.lines[0])
+            when = datetime(2026, 11, 28, tzinfo=UTC) + timedelta(minutes=37 * i)
+            head |= {"pid": 1000 + i, "started_at": when.strftime("%Y-%m-%dT%H:%M:%S.%fZ")}
+            b.lines[0] = orjson.dumps(head)
+        b.write(sub / f"t{i:05d}.jsonl")
     return folder
+
+
+def _renamed(b: TraceBuilder, agent: str) -> TraceBuilder:
+    """The trace with its agent's name in initialize replaced."""
+    for n, line in enumerate(b.lines):
+        msg = orjson.loads(line)
+        info = (msg.get("msg") or {}).get("result") or {}
+        for key in ("info", "agentInfo"):
+            if isinstance(info, dict) and isinstance(info.get(key), dict):
+                info[key]["name"] = agent
+                b.lines[n] = orjson.dumps(msg)
+    return b

@@ -22,45 +22,48 @@ from testpaths import ROOT, SAMPLES
 def dataset(tmp_path: Path) -> Path:
     out = tmp_path / "ds"
     written = append(acp_trace.analyze(SAMPLES), out)
-    assert written["traces"] == len(list(SAMPLES.glob("*.jsonl"))) and written["known"] == 0
+    assert written.new == len(list(SAMPLES.glob("*.jsonl"))) and written.known == 0
     return out
 
 
 def test_layout_is_hive_partitioned_and_private(dataset: Path) -> None:
-    """DIR/<table>/agent=<percent-encoded>/date=<day>/part-<uuid>.parquet, 0600 and 0700."""
+    """DIR/<table>/agent_key=<slug~hash>/day=<day>/<trace_id>-v2.parquet, the bookkeeping
+    under _traces/, 0600 and 0700."""
     parts = sorted(dataset.rglob("*.parquet"))
     rel = {p.relative_to(dataset).parts[0] for p in parts}
-    assert rel == {"records", "replays", "findings", "turns", "_manifest"}
+    assert rel == {"records", "replays", "findings", "turns"}
     layout = re.compile(
-        r"^(records|replays|findings|turns)/agent=[^/]+/date=(\d{4}-\d\d-\d\d|__HIVE_DEFAULT_PARTITION__)/part-[0-9a-f]{32}\.parquet$"
+        r"^(records|replays|findings|turns)/agent_key=[A-Za-z0-9-]+~[0-9a-f]{12}/day=(\d{4}-\d\d-\d\d|__HIVE_DEFAULT_PARTITION__)/[0-9a-f]{32}-v2\.parquet$"
     )
     for p in parts:
-        if p.parent.name != "_manifest":
-            assert layout.match(p.relative_to(dataset).as_posix()), p
-        assert stat.S_IMODE(os.stat(p).st_mode) == 0o600
-    assert (dataset / "replays" / "agent=%40agentclientprotocol%2Fclaude-agent-acp").is_dir()
-    for folder in [dataset, *[d for d in dataset.rglob("*") if d.is_dir()]]:
-        assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700
+        assert layout.match(p.relative_to(dataset).as_posix()), p
+    for p in dataset.rglob("*"):
+        mode = stat.S_IMODE(os.stat(p).st_mode)
+        assert mode == (0o700 if p.is_dir() else 0o600), p
+    assert stat.S_IMODE(os.stat(dataset).st_mode) == 0o700
+    keys = {p.name for p in (dataset / "replays").iterdir()}
+    assert any(k.startswith("agent_key=agentclientprotocol-claude-agent-acp~") for k in keys)
+    done = list((dataset / "_traces").rglob("*.done"))
+    assert len(done) == len(list(SAMPLES.glob("*.jsonl")))
 
 
 def test_re_exporting_adds_nothing(dataset: Path) -> None:
     """The same traces again (even from a copy elsewhere): no row is written twice."""
     before = sorted(dataset.rglob("*.parquet"))
     again = append(acp_trace.analyze(SAMPLES), dataset)
-    assert again["traces"] == 0 and again["known"] == len(list(SAMPLES.glob("*.jsonl")))
+    assert again.new == 0 and again.known == len(list(SAMPLES.glob("*.jsonl")))
     assert sorted(dataset.rglob("*.parquet")) == before
 
 
 def test_duckdb_and_polars_read_it_as_is(dataset: Path) -> None:
-    """Both read every table with the partition columns back, typed; rows match the analysis."""
+    """Both read every table with agent and date, typed; rows match the analysis."""
     a = acp_trace.analyze(SAMPLES)
     for table in ("records", "replays", "findings"):
         glob = f"{dataset}/{table}/**/*.parquet"
         df = pl.scan_parquet(glob, hive_partitioning=True).collect()
         assert df.height == dataset_tables(a)[table].height
-        assert df.schema["date"] == pl.Date and df["schema_version"].unique().to_list() == [
-            SCHEMA_VERSION
-        ]
+        assert df.schema["date"] == pl.Date and df.schema["agent"] == pl.String
+        assert df["schema_version"].unique().to_list() == [SCHEMA_VERSION]
         n = duckdb.sql(
             f"select count(*) from read_parquet('{glob}', hive_partitioning=true)"
         ).fetchall()[0]

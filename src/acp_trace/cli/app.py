@@ -80,7 +80,7 @@ HELP_PANELS = {
     "Record and replay": ("record", "mock", "watch"),
     "Analyze traces": ("summary", "replays", "check", "timeline", "latency", "rules"),
     "Compare runs": ("diff", "drive"),
-    "Write files": ("report", "plot", "export"),
+    "Write files": ("report", "plot", "export", "compact"),
     "Convert other captures": ("import",),
     "Serve a coding agent": ("mcp",),
     "Try it": ("demo", "demo-agent", "demo-client"),

@@ -269,7 +269,7 @@ def append_dataset(
 ) -> None:
     """`export --format parquet --dataset DIR`: here in one process, or by the workers of a
     Dask cluster (each appends its own partition)."""
-    from acp_trace.cli.terminal import warn_fleet
+    from acp_trace.cli.terminal import warn, warn_fleet
     from acp_trace.fleet import run
 
     result = run(
@@ -282,10 +282,36 @@ def append_dataset(
         dataset=dataset,
     )
     warn_fleet(result)
+    for trace, problem in result.unwritten.rows():
+        warn(f"not written to {dataset}: {trace}: {problem}")
     w = result.written
     emit(
         f"{dataset}: {w.get('traces', 0)} new traces ({w.get('known', 0)} already in the "
         f"dataset): {w.get('records', 0)} records, {w.get('replays', 0)} replays, "
         f"{w.get('findings', 0)} findings, {w.get('turns', 0)} turns\n"
     )
+    if result.unwritten.height:
+        missing = result.unwritten.height + result.failed.height
+        raise OutputError(
+            f"{dataset}: {missing} trace(s) not written (named above); the others are in the "
+            "dataset once: run the export again when the problem is fixed"
+        )
     exit_if_failed(result)
+
+
+@app.command()
+def compact(
+    dataset: Annotated[
+        str,
+        typer.Argument(metavar="DIR", help="A dataset folder written by export --dataset."),
+    ],
+) -> None:
+    """Merge a Parquet dataset's one-file-per-trace partitions into one file each
+    (docs/dataset.md): fewer files to read, the same rows, safe to kill at any moment."""
+    from acp_trace.render.dataset_compact import compact as compact_dataset
+
+    done = compact_dataset(dataset)
+    emit(
+        f"{dataset}: {done.partitions} partitions compacted, {done.files_before} files before, "
+        f"{done.files_after} after ({done.removed} leftovers of interrupted runs removed)\n"
+    )

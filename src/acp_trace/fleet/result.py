@@ -11,6 +11,7 @@ from acp_trace.analysis.front import check_rule_filter
 from acp_trace.analysis.latency import GROUPS, aggregate_requests
 from acp_trace.errors import UsageError
 
+UNWRITTEN = {"trace": pl.String, "problem": pl.String}
 TABLES = ("replays", "findings", "turns", "requests", "losses", "traces", "skipped", "untimed")
 
 
@@ -19,7 +20,8 @@ class FleetResult:
     """The tables of a fleet run, in the order a single-process analysis gives them.
 
     `failed` lists the files no worker could analyze (trace, problem); `partitions` how many
-    partitions ran and `written` what went into a dataset (table -> rows), when one was asked.
+    partitions ran and `written` what went into a dataset (table -> rows), when one was asked;
+    `unwritten` the traces analyzed but not written into it (trace, problem).
     """
 
     replays: pl.DataFrame
@@ -35,6 +37,7 @@ class FleetResult:
     partitions: int = 0
     written: dict[str, int] = field(default_factory=dict)
     losses: pl.DataFrame = field(default_factory=pl.DataFrame)  # as Analysis.losses, if asked
+    unwritten: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=UNWRITTEN))
 
     def findings(
         self, rules: list[str] | None = None, min_severity: str = "info", *, schema: bool = True

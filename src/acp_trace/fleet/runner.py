@@ -13,7 +13,7 @@ import polars as pl
 
 from acp_trace.errors import InputError, UsageError
 from acp_trace.fleet.partition import partition
-from acp_trace.fleet.result import FleetResult, concat
+from acp_trace.fleet.result import UNWRITTEN, FleetResult, concat
 from acp_trace.fleet.work import COMPUTED, Part, analyze_part
 from acp_trace.trace.paths import Found, find_traces
 from acp_trace.trace.pool import (
@@ -91,6 +91,7 @@ def run(
         partitions=len(parts),
         losses=out["losses"],
         written=_written(results),
+        unwritten=_unwritten(results),
     )
 
 
@@ -125,6 +126,12 @@ def _written(results: list[Tables]) -> dict[str, int]:
             for table, rows in tables["written"].iter_rows():
                 out[table] = out.get(table, 0) + rows
     return out
+
+
+def _unwritten(results: list[Tables]) -> pl.DataFrame:
+    """The traces a worker analyzed but could not write into the dataset."""
+    parts = [tables["unwritten"] for tables in results if "unwritten" in tables]
+    return pl.concat(parts) if parts else pl.DataFrame(schema=UNWRITTEN)
 
 
 # ---------------------------------------------------------------- executors

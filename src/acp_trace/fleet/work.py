@@ -37,7 +37,8 @@ def analyze_part(part: Part) -> dict[str, pl.DataFrame]:
     """The per-trace tables of one partition (fleet.result.TABLES), in single-process order.
 
     With `part.dataset` the worker appends them (and the records) to that Parquet dataset and
-    returns only the tables the client needs to report: `skipped`, and `written` counts.
+    returns only the tables the client needs to report: `skipped`, `written` counts, and
+    `unwritten` (the traces whose files could not be written, with the reason).
     """
     records = read_found(part.found, fmt=part.fmt)
     a = Analysis(records, marker_meta=part.marker_meta)
@@ -59,9 +60,13 @@ def analyze_part(part: Part) -> dict[str, pl.DataFrame]:
     if part.dataset is not None:
         from acp_trace.render.dataset import append
 
-        written = append(a, part.dataset)
+        appended = append(a, part.dataset)
+        written = appended.counts()
         tables["written"] = pl.DataFrame(
             {"table": list(written), "rows": list(written.values())},
             schema={"table": pl.String, "rows": pl.Int64},
+        )
+        tables["unwritten"] = pl.DataFrame(
+            appended.failed, schema={"trace": pl.String, "problem": pl.String}, orient="row"
         )
     return tables
