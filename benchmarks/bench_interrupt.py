@@ -145,6 +145,7 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--out", type=Path, required=True, help="where to generate the traces")
+    parser.add_argument("--traces", type=Path, help="a folder of traces to use instead")
     parser.add_argument("--files", type=int, default=4050)
     parser.add_argument("--mb", type=float, default=17.0)
     parser.add_argument("--reps", type=int, default=3)
@@ -157,7 +158,7 @@ def main() -> int:
     parser.add_argument("--json", help="also write every run to this JSON file")
     args = parser.parse_args()
     HANG[0] = args.hang
-    folder = args.out / f"traces-{args.files}"
+    folder = args.traces or args.out / f"traces-{args.files}"
     if not folder.is_dir():
         subprocess.run(
             [python(), str(HERE / "gen_trace.py"), "--mb", str(args.mb), "--files", str(args.files),

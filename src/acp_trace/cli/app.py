@@ -438,7 +438,12 @@ def _leave(code: int) -> NoReturn:
     """Exit at once after a signal, without the interpreter's finalization (freeing every
     object and module: seconds on a loaded machine, after a run that made many). What the
     command started is gone by now (workers reaped, temporary files removed, by the
-    `finally`s on the way here); only the standard streams are flushed."""
+    `finally`s on the way here); the exit handlers run (multiprocessing's removes its
+    fork server's folder) and the standard streams are flushed."""
+    import atexit
+
+    with suppress(Exception):
+        atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         with suppress(Exception):
             stream.flush()
