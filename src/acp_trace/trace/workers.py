@@ -66,7 +66,7 @@ class Workers:
         self._workers: list[_Worker] = []
         self._tasks: dict[int, Any] = {}
         self._queue: deque[int] = deque()
-        self._deaths: dict[int, list[str]] = {}
+        self._deaths: dict[int, list[tuple[int | None, str]]] = {}
         self._next = 0
 
     def __enter__(self) -> Workers:
@@ -179,14 +179,16 @@ class Workers:
         if index is None:  # between tasks: nothing lost
             return None
         deaths = self._deaths.setdefault(index, [])
-        deaths.append(f"process {worker.process.pid} {ended(worker.process.exitcode)}")
+        deaths.append((worker.process.pid, ended(worker.process.exitcode)))
         if len(deaths) == 1:
             self._send(self._start(), index)  # a fresh process, whatever is idle
             return None
+        (first, how), (second, again) = deaths[:2]
         return False, WorkerError(
-            f"a worker {deaths[0]} while reading {self._describe(self._tasks[index])}; "
-            f"run again in a new process, it {deaths[1]} too (out of memory? the system log "
-            "says: dmesg). Try --workers 1, or fewer traces at once"
+            f"a worker process {first} {how} while reading "
+            f"{self._describe(self._tasks[index])}; run again in process {second}, it {again} "
+            "too (out of memory? the system log says: dmesg). Try --workers 1, or fewer "
+            "traces at once"
         )
 
 
