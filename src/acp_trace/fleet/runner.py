@@ -3,27 +3,20 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
 import polars as pl
 
-from acp_trace.errors import InputError, UsageError
+from acp_trace.errors import InputError, UsageError, WorkerError
 from acp_trace.fleet.partition import partition
 from acp_trace.fleet.result import UNWRITTEN, FleetResult, concat
 from acp_trace.fleet.work import COMPUTED, Part, analyze_part
 from acp_trace.trace.paths import Found, find_traces
-from acp_trace.trace.pool import (
-    die_with_parent,
-    finished,
-    stop_now,
-    worker_context,
-    workers_parent,
-)
+from acp_trace.trace.pool import traces_named, worker_context
 from acp_trace.trace.reader import check_roots
+from acp_trace.trace.workers import Workers
 
 Tables = dict[str, pl.DataFrame]
 PartFn = Callable[[Part], Tables]
@@ -151,11 +144,11 @@ class _Executor:
 
 
 class _LocalPool(_Executor):
-    """A pool of processes, forked while that is safe (no polars thread runs yet: the CLI),
-    else started by a fork server that has imported the analyzer (`trace.pool.worker_context`).
-    A worker that dies breaks the pool and fails every task in flight, so after a break the
-    tasks left run one at a time, each in a pool of its own: a crash is then the crashing
-    task's alone."""
+    """Processes of `trace.workers`, forked while that is safe (no polars thread runs yet:
+    the CLI), else started by a fork server that has imported the analyzer. A partition
+    whose worker dies runs again once in a new process (a dead worker costs its own
+    partition only); a second death is a WorkerError naming the traces. Leaving early
+    (Ctrl-C, SIGTERM, an input error) kills the workers at once."""
 
     def __init__(self, workers: int) -> None:
         self.workers = workers
@@ -163,84 +156,30 @@ class _LocalPool(_Executor):
     def map(self, fn: PartFn, parts: Sequence[Part], retries: int) -> list[Outcome]:
         outcomes: dict[int, Outcome] = {}
         tries = dict.fromkeys(range(len(parts)), 0)
-        pending, isolate = list(range(len(parts))), False
-        while pending:
-            groups = [[i] for i in pending] if isolate else [pending]
-            pending = []
-            for group in groups:
-                broke = self._round(fn, parts, group, isolate, outcomes, tries, retries, pending)
-                isolate = isolate or broke
+        with Workers(
+            fn,
+            self.workers,
+            lambda: worker_context(("acp_trace.fleet.work",)),
+            describe=_describe_part,
+        ) as pool:
+            index = {pool.submit(part): i for i, part in enumerate(parts)}
+            for task, (ok, value) in pool.results():
+                i = index.pop(task)
+                if ok:
+                    outcomes[i] = value
+                    continue
+                if isinstance(value, InputError):
+                    raise value
+                tries[i] += 1
+                if tries[i] > retries or isinstance(value, WorkerError):  # died twice
+                    outcomes[i] = value
+                else:
+                    index[pool.submit(parts[i])] = i
         return [outcomes[i] for i in range(len(parts))]
 
-    def _round(
-        self,
-        fn: PartFn,
-        parts: Sequence[Part],
-        group: list[int],
-        isolate: bool,
-        outcomes: dict[int, Outcome],
-        tries: dict[int, int],
-        retries: int,
-        pending: list[int],
-    ) -> bool:
-        """Run `group` in one pool; failures are retried through `pending`. True on a break.
-        Leaving early (Ctrl-C, SIGTERM, an input error) kills the workers at once: the
-        partitions under way are not awaited."""
-        size = 1 if isolate else self.workers
-        context = worker_context(("acp_trace.fleet.work",))
-        parent = workers_parent(context)
-        with ProcessPoolExecutor(
-            size, mp_context=context, initializer=die_with_parent, initargs=(parent,)
-        ) as pool:
-            try:
-                futures = {pool.submit(fn, parts[i]): i for i in group}
-                return self._collect(futures, isolate, outcomes, tries, retries, pending)
-            except BaseException:
-                stop_now(pool)
-                raise
 
-    @staticmethod
-    def _collect(
-        futures: dict[Future[Tables], int],
-        isolate: bool,
-        outcomes: dict[int, Outcome],
-        tries: dict[int, int],
-        retries: int,
-        pending: list[int],
-    ) -> bool:
-        """Each task's outcome as it completes; failures go to `pending`. True on a break."""
-        broke = False
-        for future in _as_completed(futures):
-            i = futures[future]
-            try:
-                outcomes[i] = future.result()
-                continue
-            except InputError:
-                raise
-            except BrokenProcessPool as exc:
-                broke = True
-                if not isolate:  # any task in flight may have been the one: not counted
-                    pending.append(i)
-                    continue
-                error: Exception = exc
-            except Exception as exc:  # the task's own error: counted
-                error = exc
-            tries[i] += 1
-            if tries[i] > retries:
-                outcomes[i] = error
-            else:
-                pending.append(i)
-        return broke
-
-
-def _as_completed(futures: Iterable[Future[Tables]]) -> Iterator[Future[Tables]]:
-    """The futures as they complete, waiting as `trace.pool.finished` does (Ctrl-C is
-    handled at once, whichever thread the kernel gave it to)."""
-    pending = set(futures)
-    while pending:
-        done = finished(pending)
-        pending -= done
-        yield from done
+def _describe_part(part: Part) -> str:
+    return traces_named([str(f.path) for f in part.found])
 
 
 class _Dask(_Executor):

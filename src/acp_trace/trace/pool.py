@@ -10,7 +10,9 @@ table is the one a single process reads, row for row and in the same order.
 
 Workers are forked when forking is safe (Linux, and no thread runs in this process but the
 allocator's and polars' idle cleaner: a forked child inherits no lock held by a thread), and
-started by a fork server otherwise (about 0.3 s more: each imports polars).
+started by a fork server otherwise (about 0.3 s more: each imports polars). They run in
+`trace.workers`: a worker that dies costs its task only, which runs again once in a new
+process (then WorkerError), and Ctrl-C or SIGTERM kills them all at once.
 """
 
 from __future__ import annotations
@@ -21,10 +23,7 @@ import re
 import resource
 import threading
 from collections import deque
-from collections.abc import Generator, Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
-from contextlib import suppress
+from collections.abc import Generator, Iterator, Sequence
 from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,17 +31,16 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from acp_trace.errors import InputError
-from acp_trace.processes import parent_death_signal
 from acp_trace.trace.handoff import handoff_directory, pack, unpack
 from acp_trace.trace.native import out_of_memory
 from acp_trace.trace.paths import Found
+from acp_trace.trace.workers import Workers
 
 if TYPE_CHECKING:
     from acp_trace.trace.lines import Table
 
 RANGE_BYTES = 32 << 20  # a task reads about this many bytes
 GROUP_FILES = 512  # and at most this many small files
-POLL = 0.2  # seconds: how often a wait for the workers wakes to run a signal's handler
 AUTO_MIN_BYTES = 48 << 20  # below this, workers=None reads in this process
 # The analyzer holds about twice its input (records and timeline); address space besides.
 NEED_PER_BYTE = 3
@@ -71,72 +69,54 @@ def read_all(found: Sequence[Found], fmt: str | None, workers: int) -> Generator
             yield read_or_skip(item.path, fmt, item.explicit)
         return
     tasks, owners = _plan(found, fmt)
-    with handoff_directory() as directory:
-        context = worker_context()
-        pool = ProcessPoolExecutor(
-            workers,
-            mp_context=context,
-            initializer=_init,
-            initargs=(directory, workers_parent(context)),
-        )
-        try:
-            yield from _assemble(found, fmt, owners, _in_order(pool, tasks, 2 * workers))
-        except (KeyboardInterrupt, SystemExit, GeneratorExit):
-            stop_now(pool)  # Ctrl-C, SIGTERM: not after the tasks under way (seconds each)
-            raise
-        except BrokenProcessPool:
-            where = ", ".join(str(item.path) for item in found[:3])
-            raise InputError(
-                f"a reading process died (out of memory reading {where}?); "
-                "try --workers 1, or fewer traces at once"
-            ) from None
-        finally:  # also when the reader stops early (a file named that is no trace)
-            pool.shutdown(wait=True, cancel_futures=True)
+    with (
+        handoff_directory() as directory,
+        Workers(
+            _run, workers, worker_context, init=_init, args=(directory,), describe=describe_task
+        ) as pool,
+    ):  # on the way out, whatever the reason: the workers are killed and reaped
+        yield from _assemble(found, fmt, owners, _in_order(pool, tasks, 2 * workers))
 
 
-def stop_now(pool: ProcessPoolExecutor) -> None:
-    """Kill the pool's workers at once and cancel what is queued: for Ctrl-C or SIGTERM,
-    which must not wait for the tasks under way. The caller's cleanups (the files of rows'
-    directory) run after, with no worker left to write there."""
-    processes = list((getattr(pool, "_processes", None) or {}).values())
-    for process in processes:
-        with suppress(Exception):
-            process.kill()
-    for process in processes:
-        with suppress(Exception):
-            process.join(timeout=30)  # a hang guard: a killed process ends at once
-    pool.shutdown(wait=False, cancel_futures=True)
+def describe_task(task: Task) -> str:
+    """The traces a task reads, for a message: `a.jsonl bytes 0 to 33554432`, `512 traces
+    (a.jsonl to z.jsonl)`."""
+    kind, args = task
+    if kind == "range":
+        name, start, end = args
+        return f"{name} (bytes {start} to {end})"
+    return traces_named([name for name, _explicit in args[0]])
 
 
-def finished(futures: Iterable[Future[Any]]) -> set[Future[Any]]:
-    """Wait until at least one of `futures` is done; those that are. The wait wakes every
-    POLL seconds: a signal (Ctrl-C, SIGTERM) that the kernel gave to another thread (the
-    pool's) runs its handler only when the main thread runs Python, and a wait without a
-    timeout would hold it back until a task ends (seconds to minutes)."""
-    waiting = set(futures)
-    while True:
-        done, _ = wait(waiting, timeout=POLL, return_when=FIRST_COMPLETED)
-        if done:
-            return done
+def traces_named(names: Sequence[str]) -> str:
+    """A list of traces in a few words: all of up to three, else the first and the last."""
+    if len(names) == 1:
+        return names[0]
+    if len(names) <= 3:
+        return f"{len(names)} traces ({', '.join(names)})"
+    return f"{len(names)} traces ({names[0]} to {names[-1]}, in the order they were found)"
 
 
 # ---------------------------------------------------------------- planning and assembling
 
 
-def _in_order(pool: ProcessPoolExecutor, tasks: list[Task], window: int) -> Iterator[Any]:
+def _in_order(pool: Workers, tasks: list[Task], window: int) -> Iterator[Any]:
     """The tasks' results in order, with at most `window` tasks submitted and not yet handed
-    out: results that wait for the parent are bounded (each is a range's rows)."""
-    pending: deque[Future[Any]] = deque()
+    out: results that wait for the parent are bounded (each is a range's rows). A task's own
+    error (a bug: a file that is no trace is a result) is raised here."""
     todo = iter(tasks)
-    for task in islice(todo, window):
-        pending.append(pool.submit(_run, task))
-    while pending:
-        finished([pending[0]])
-        result = pending.popleft().result()
+    waiting: deque[int] = deque(pool.submit(task) for task in islice(todo, window))
+    done: dict[int, Any] = {}
+    while waiting:
+        while waiting[0] not in done:
+            for index, (ok, value) in pool.completed():
+                if not ok:
+                    raise value
+                done[index] = value
+        yield done.pop(waiting.popleft())
         following = next(todo, None)
         if following is not None:
-            pending.append(pool.submit(_run, following))
-        yield result
+            waiting.append(pool.submit(following))
 
 
 def _plan(found: Sequence[Found], fmt: str | None) -> tuple[list[Task], list[int]]:
@@ -242,31 +222,11 @@ def _size(path: Path) -> int:
 _HANDOFF: list[str | None] = [None]  # the worker's directory for its rows (`trace.handoff`)
 
 
-def _init(directory: str | None, parent: int | None) -> None:
-    """A worker reads on one thread (the pool is the parallelism), hands its rows on in files
-    of `directory`, and dies with its parent."""
+def _init(directory: str | None) -> None:
+    """A worker reads on one thread (the pool is the parallelism) and hands its rows on in
+    files of `directory`."""
     os.environ["POLARS_MAX_THREADS"] = "1"
     _HANDOFF[0] = directory
-    die_with_parent(parent)
-
-
-def die_with_parent(parent: int | None) -> None:
-    """This process gets SIGKILL when its parent dies (Linux; `acp_trace.processes`), and
-    exits at once if `parent` (when given) is already gone. Without it the workers of a killed
-    pool wait for work forever: each holds the others' end of the pool's queue, so none ever
-    sees it close."""
-    set_signal = parent_death_signal()
-    if set_signal is None:
-        return
-    set_signal()
-    if parent is not None and os.getppid() != parent:
-        os._exit(1)
-
-
-def workers_parent(context: Any) -> int | None:
-    """This process's pid when `context` forks the workers from it (a fork server is their
-    parent otherwise: it ends when this process does, and takes its workers with it)."""
-    return os.getpid() if context.get_start_method() == "fork" else None
 
 
 def _run(task: Task) -> Any:
