@@ -17,9 +17,9 @@ from __future__ import annotations
 import getpass
 import json
 import os
+import shutil
 import socket
 import sys
-import shutil
 from pathlib import Path
 
 import devtools_capture as dc
