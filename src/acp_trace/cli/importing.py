@@ -31,6 +31,7 @@ def import_(
     Imported traces hold message contents: they are written 0600 (new directories 0700).
     """
     from acp_trace.cli.targets import side_note
+    from acp_trace.cli.terminal import warn
     from acp_trace.errors import UsageError
     from acp_trace.files import (
         check_directory_target,
@@ -59,3 +60,5 @@ def import_(
         )
         records = f"{facts['records']} record" + ("" if facts["records"] == 1 else "s")
         side_note(f"{name} -> {target}: {records}, {facts['timing']}{notes}\n", output)
+        for warning in facts["warnings"]:
+            warn(f"{name}: {warning}")
