@@ -96,16 +96,22 @@ def test_the_import_ends_where_acp_devtools_saw_the_agent_exit() -> None:
 
 
 def test_a_killed_capture_is_imported_with_what_it_lacks() -> None:
-    """acp-devtools killed mid-replay (endedAt null): every message is kept, no `exit` is
-    invented (the replay stays `open`), and two warnings say the resume has no response and
-    the capture has no end."""
+    """acp-devtools killed mid-replay (endedAt null), the export trimmed to its first 40 and
+    last 20 messages: every message kept is converted, no `exit` is invented (the replay stays
+    `open`), a `dropped` event stands where acp-devtools' seq skips, and three warnings say
+    what is missing: the trimmed messages, the resume's response, the capture's end."""
     records = _records(KILLED)
     head = records[0]
     assert head["ended_at"] is None and head["unconverted"] == 0
+    assert head["missing_seqs"] == [[41, 7798]]
     assert sum(r["src"] in ("client", "agent") for r in records[1:]) == 60
-    assert not any(r.get("event") == "exit" for r in records)
-    assert [r.get("cause") for r in records[1:] if r["src"] == "tap"] == ["capture", "capture"]
-    unanswered, endless = head["warnings"]
+    assert not any(r.get("event") == "exit" for r in records[1:])
+    dropped = next(r for r in records[1:] if r.get("event") == "dropped")
+    assert (dropped["seq"], dropped["count"], dropped["stream"]) == (41, 7758, None)
+    assert [r.get("cause") for r in records[1:] if r.get("event") == "error"] == ["capture"] * 3
+    trimmed, unanswered, endless = head["warnings"]
+    assert trimmed.startswith("7758 messages of the capture are not in the export: ")
+    assert "seq skips 41 to 7798" in trimmed
     assert unanswered.startswith("1 request without a response in the capture: seq 3")
     assert endless.startswith("the capture has no end (session.endedAt is null)")
     (row,) = acp_trace.replays(KILLED).select("outcome", "history_updates").rows()
@@ -117,10 +123,12 @@ def test_the_cli_warns_of_what_a_capture_lacks(cli: Cli, tmp_path: Path) -> None
     warnings; `check` and `replays` read it, with --from and without."""
     done = cli("import", str(KILLED), "-o", str(tmp_path / "k.jsonl"))
     assert done.code == 0, done.err
-    assert done.err.count(f"acp-trace: {KILLED}: ") == 2
+    assert done.err.count(f"acp-trace: {KILLED}: ") == 3
     assert "the capture has no end" in done.err
     summary = cli("summary", str(KILLED), width=None)
     assert summary.code == 0 and "1 request without a response in the capture" in summary.out
+    assert "  lost records: 7758 dropped from the source\n" in summary.out
+    assert "  importer error at seq 63: 1 request without" in summary.out
     for args in (["--from", "acp-devtools"], []):
         assert cli("check", *args, str(KILLED)).code in (0, 1)
         replays = cli("replays", *args, str(DATA / PAIRS[0][0]), width=None)

@@ -79,7 +79,8 @@ def _summary_block(row: dict[str, Any]) -> list[str]:
             gaps = row.get("lost_gaps") or 1
             parts.append(f"{row['lost_records']} in {plural(gaps, 'gap')}")
         if row["dropped"]:
-            parts.append(f"{row['dropped']} dropped by the tap")
+            by = "by the tap" if row["timing"] == "tap" else "from the source"  # or imported
+            parts.append(f"{row['dropped']} dropped {by}")
         if row.get("unwritten"):
             parts.append(f"{row['unwritten']} not written (the trace could not take them)")
         out.append(f"  lost records: {'; '.join(parts)}\n")
@@ -100,8 +101,9 @@ def _summary_block(row: dict[str, Any]) -> list[str]:
 
 def _tap_problem_lines(row: dict[str, Any]) -> list[str]:
     """The recorder's errors and kills, and a trace removed while recording, one line each."""
+    who = "recorder" if row.get("timing") in ("tap", None) else "importer"  # an imported trace
     lines = [
-        f"  recorder error at seq {e['seq']}: {terminal(e['message'])}\n"
+        f"  {who} error at seq {e['seq']}: {terminal(e['message'])}\n"
         for e in row.get("tap_errors") or []
     ]
     lines += [

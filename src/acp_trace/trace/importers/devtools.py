@@ -69,6 +69,8 @@ class _Pending:
 
     requests: dict[tuple[str, str], tuple[int, str]] = field(default_factory=dict)
     redacted: list[int] = field(default_factory=list)
+    last_seq: int = 0  # acp-devtools' seq of the message before (its counter starts at 1)
+    missing: list[list[int]] = field(default_factory=list)  # [first, last] seqs absent
 
 
 def convert(path: Path, text: str) -> list[TraceBuilder]:
@@ -108,6 +110,7 @@ def convert(path: Path, text: str) -> list[TraceBuilder]:
         if problem is not None:
             builder.unconvertible(as_int(msg.get("seq")) or 0, problem)
     head["export_redacted"] = pending.redacted
+    head["missing_seqs"] = pending.missing
     _finish(builder, pending, None if end is None or origin is None else _ns(end - origin), end)
     return [builder]
 
@@ -121,6 +124,7 @@ def _message(
         return f"unknown direction {json_text(direction)}"
     stamp = _ms(msg.get("timestamp"))
     t_ns = None if stamp is None or start is None else _ns(stamp - start)
+    _gap(builder, as_int(msg.get("seq")), t_ns, pending)
     raw = msg.get("raw")
     if isinstance(raw, str) and raw.strip():
         seq = builder.record(t_ns, src, message_payload(raw))
@@ -134,6 +138,19 @@ def _message(
     if isinstance(raw, str) and f'"{REDACTED}"' in raw and _holds(value, REDACTED):
         pending.redacted.append(as_int(msg.get("seq")) or seq)
     return None
+
+
+def _gap(builder: TraceBuilder, seq: int | None, t_ns: int | None, pending: _Pending) -> None:
+    """A `dropped` event where acp-devtools' seq skips: one counter numbers every frame it
+    captured in either direction, so the messages between were in the capture and are not in
+    the export (an edited or trimmed file); which side sent them is unknown."""
+    if seq is None or seq <= pending.last_seq:
+        return
+    if seq > pending.last_seq + 1:
+        first, last = pending.last_seq + 1, seq - 1
+        pending.missing.append([first, last])
+        builder.record(t_ns, "tap", encode_event("dropped", count=last - first + 1, stream=None))
+    pending.last_seq = seq
 
 
 def _parsed(raw: str) -> Any:
@@ -174,6 +191,19 @@ def _holds(value: Any, text: str) -> bool:
 def _finish(builder: TraceBuilder, pending: _Pending, end_ns: int | None, end: int | None) -> None:
     """Say what the capture evidently lacks, then end it where acp-devtools saw the agent exit."""
     warnings: list[str] = []
+    if pending.missing:
+        count = sum(last - first + 1 for first, last in pending.missing)
+        spans = ", ".join(f"{a}" if a == b else f"{a} to {b}" for a, b in pending.missing[:SHOWN])
+        more = (
+            f" and {len(pending.missing) - SHOWN} more spans"
+            if len(pending.missing) > SHOWN
+            else ""
+        )
+        warnings.append(
+            f"{count} message{'s' if count > 1 else ''} of the capture {'are' if count > 1 else 'is'}"
+            f" not in the export: acp-devtools' seq skips {spans}{more} (a `dropped` event "
+            "stands at each gap)"
+        )
     if pending.requests:
         listed = sorted(pending.requests.items(), key=lambda item: item[1][0])
         named = ", ".join(
