@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 import socket
+import subprocess
 import sys
 from pathlib import Path
 
@@ -78,6 +79,28 @@ def crashed(root: Path, out: Path) -> None:
     (out / f"{stem}.compact.json").write_bytes(_check(stem, exported))
 
 
+def split_utf8(root: Path, out: Path) -> None:
+    """split_utf8_agent.py right behind acp-devtools (no tap: its reads would not change the
+    cut), sent one initialize by a client that then waits: the update cut inside a character
+    reaches the client whole, and the capture holds U+FFFD where the character was."""
+    agent = [sys.executable, str(peerlib.HERE / "split_utf8_agent.py")]
+    db = root / "devtools.db"
+    request = b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}\n'
+    script = "cat request.json; sleep 3"
+    (root / "request.json").write_bytes(request)
+    proxy = [*dc.cli(), "proxy", "--no-ws", "--save-to", db.name, "python3", "agent.py"]
+    shutil.copy(agent[1], root / "agent.py")
+    received = subprocess.run(
+        [str(peerlib.NETNS_RUN), "sh", "-c", f"({script}) | \"$0\" \"$@\"", *proxy],
+        env=peerlib.private_env(root), cwd=root, capture_output=True, timeout=60, check=True,
+    ).stdout  # fmt: skip
+    if "\ufffd".encode() in received:
+        raise SystemExit("the client got U+FFFD: the agent's bytes were not forwarded as written")
+    exported = dc.Capture(root / "none", db, 0, "").export(root / "split.json", "--no-pretty")
+    name = f"acp-devtools-{dc.VERSION}-split-utf8.json"
+    (out / name).write_bytes(_check(name, exported.read_bytes()))
+
+
 def killed(root: Path, out: Path) -> None:
     """demo-agent replays 20000 turns; the client gives up after 15 s, closes the agent's stdin
     and ends its process group 1 s later: acp-devtools dies mid-replay (no endedAt), the
@@ -119,12 +142,13 @@ def main() -> int:
     peerlib.install([CLAUDE])
     os.makedirs(PROJECT, exist_ok=True)
     shutil.rmtree(WORK, ignore_errors=True)
-    for name in ("v1", "v2", "crashed", "killed"):
+    for name in ("v1", "v2", "crashed", "split", "killed"):
         (WORK / name).mkdir(parents=True)
     if "--killed-only" not in sys.argv:
         claude(WORK / "v1", 1, out, "pretty")
         claude(WORK / "v2", 2, out, "compact")
         crashed(WORK / "crashed", out)
+        split_utf8(WORK / "split", out)
     killed(WORK / "killed", out)
     shutil.rmtree(WORK)
     return 0

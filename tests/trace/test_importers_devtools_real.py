@@ -27,6 +27,7 @@ PAIRS = [
     (f"{STEM}-crashed.compact.json", f"{STEM}-crashed.trace.jsonl"),
 ]
 KILLED = DATA / f"{STEM}-killed.json"
+SPLIT = DATA / f"{STEM}-split-utf8.json"
 SAME = ["session", "request_id", "method", "protocol", "agent", "agent_version", "outcome",
         "history_updates", "history_bytes", "live_updates", "gap_source"]  # fmt: skip
 
@@ -73,7 +74,7 @@ def test_messages_are_the_lines_the_tap_saw(export: str, trace: str) -> None:
     )
 
 
-@pytest.mark.parametrize("name", [*(e for e, _ in PAIRS), KILLED.name])
+@pytest.mark.parametrize("name", [*(e for e, _ in PAIRS), KILLED.name, SPLIT.name])
 def test_real_exports_are_detected(name: str) -> None:
     """Both layouts `export` writes (indented, `--no-pretty`) are recognized without --from."""
     path = DATA / name
@@ -160,3 +161,17 @@ def test_the_real_exports_have_the_shape_the_source_gives() -> None:
                              "method", "rpcId"]  # fmt: skip
     assert {m["direction"] for m in doc["messages"]} == {"editor-to-agent", "agent-to-editor"}
     assert pl.Series([m["seq"] for m in doc["messages"]]).is_sorted()
+
+
+def test_a_character_split_between_two_reads_is_flagged() -> None:
+    """split_utf8_agent.py wrote "日本語のテキスト" in two writes cut inside "日"; the client got
+    it whole, acp-devtools captured three U+FFFD: the message is kept as captured, listed in
+    `replacement_chars`, and a warning says why its characters are lost. Only that one."""
+    records = _records(SPLIT)
+    head = records[0]
+    text = records[2]["msg"]["params"]["update"]["content"]["text"]
+    assert text == "\ufffd\ufffd\ufffd本語のテキスト"
+    assert head["replacement_chars"] == [2] and head["unconverted"] == 0
+    (warning,) = head["warnings"]
+    assert warning.startswith("1 message of the capture holds U+FFFD (seq 2): ")
+    assert all(_records(DATA / e)[0]["replacement_chars"] == [] for e, _ in PAIRS)

@@ -20,6 +20,9 @@ What follows for the import (docs/importing.md):
 - `session.endedAt` is when the proxy saw the agent exit (proxy.ts: `session.close()` after
   `waitForExit`): a tap `exit` event there (`code` and `signal` null: not recorded). Null when
   the proxy never finished (killed, or still capturing): no `exit`, and a warning;
+- acp-devtools decodes each read chunk as UTF-8 on its own (acp/parser.ts `LineFramer.feed`):
+  a character split between two reads is captured as U+FFFD; such messages are listed in
+  `replacement_chars`, with a warning;
 - what the capture evidently lacks is said, never guessed: requests without a response (the
   peer did not answer, or acp-devtools lost it: it stops reading the agent at its exit) and a
   capture without an end, each a tap `error` event (`cause: "capture"`) before the end and a
@@ -69,6 +72,7 @@ class _Pending:
 
     requests: dict[tuple[str, str], tuple[int, str]] = field(default_factory=dict)
     redacted: list[int] = field(default_factory=list)
+    replaced: list[int] = field(default_factory=list)  # messages holding U+FFFD
     last_seq: int = 0  # acp-devtools' seq of the message before (its counter starts at 1)
     missing: list[list[int]] = field(default_factory=list)  # [first, last] seqs absent
 
@@ -111,6 +115,7 @@ def convert(path: Path, text: str) -> list[TraceBuilder]:
             builder.unconvertible(as_int(msg.get("seq")) or 0, problem)
     head["export_redacted"] = pending.redacted
     head["missing_seqs"] = pending.missing
+    head["replacement_chars"] = pending.replaced
     _finish(builder, pending, None if end is None or origin is None else _ns(end - origin), end)
     return [builder]
 
@@ -137,6 +142,8 @@ def _message(
     _pair(value, src, seq, pending)
     if isinstance(raw, str) and f'"{REDACTED}"' in raw and _holds(value, REDACTED):
         pending.redacted.append(as_int(msg.get("seq")) or seq)
+    if isinstance(raw, str) and "\ufffd" in raw:
+        pending.replaced.append(as_int(msg.get("seq")) or seq)
     return None
 
 
@@ -216,6 +223,15 @@ def _finish(builder: TraceBuilder, pending: _Pending, end_ns: int | None, end: i
             f"capture: {named}{more}; the peer did not answer, or acp-devtools lost the answer "
             "(it stops reading the agent when the agent exits, and a killed proxy keeps "
             "nothing after its last write)"
+        )
+    if pending.replaced:
+        count, seqs = len(pending.replaced), ", ".join(map(str, pending.replaced[:SHOWN]))
+        warnings.append(
+            f"{count} message{'s' if count > 1 else ''} of the capture "
+            f"{'hold' if count > 1 else 'holds'} U+FFFD (seq {seqs}"
+            f"{', ...' if count > SHOWN else ''}): acp-devtools decodes each read of a stream on "
+            "its own, so a character split between two reads is captured as U+FFFD while the "
+            "peer got it whole; the characters there are lost (unless the peer sent U+FFFD)"
         )
     if end is None:
         warnings.append(
