@@ -16,13 +16,15 @@ What follows for the import (docs/importing.md):
   resolution); `started_at` is `session.startedAt`;
 - the default export replaces auth headers and proxy tokens with `<REDACTED>` and then writes
   `raw` again as `JSON.stringify(payload)` (storage/redact.ts): kept as such, and those
-  messages' seqs listed in the header's `export_redacted` (their bytes are not the wire's);
+  records' seqs listed in the header's `export_redacted` (their bytes are not the wire's);
 - `session.endedAt` is when the proxy saw the agent exit (proxy.ts: `session.close()` after
   `waitForExit`): a tap `exit` event there (`code` and `signal` null: not recorded). Null when
   the proxy never finished (killed, or still capturing): no `exit`, and a warning;
 - acp-devtools decodes each read chunk as UTF-8 on its own (acp/parser.ts `LineFramer.feed`):
   a character split between two reads is captured as U+FFFD; such messages are listed in
   `replacement_chars`, with a warning;
+- acp-devtools numbers the frames of both directions with one counter from 1: where `seq`
+  skips, a tap `dropped` event (`stream` null) and the span in `missing_seqs`;
 - what the capture evidently lacks is said, never guessed: requests without a response (the
   peer did not answer, or acp-devtools lost it: it stops reading the agent at its exit) and a
   capture without an end, each a tap `error` event (`cause: "capture"`) before the end and a
@@ -68,10 +70,11 @@ def is_export(value: Any) -> bool:
 
 @dataclass
 class _Pending:
-    """The requests of each side still without a response, and the redacted messages."""
+    """What the messages read so far leave to say: each side's requests without a response,
+    the messages the export redacted or that hold U+FFFD, acp-devtools' seqs missing."""
 
     requests: dict[tuple[str, str], tuple[int, str]] = field(default_factory=dict)
-    redacted: list[int] = field(default_factory=list)
+    redacted: list[int] = field(default_factory=list)  # the records' seqs, as `replaced`
     replaced: list[int] = field(default_factory=list)  # messages holding U+FFFD
     last_seq: int = 0  # acp-devtools' seq of the message before (its counter starts at 1)
     missing: list[list[int]] = field(default_factory=list)  # [first, last] seqs absent
@@ -141,9 +144,9 @@ def _message(
         return "a message with neither raw text nor a payload"
     _pair(value, src, seq, pending)
     if isinstance(raw, str) and f'"{REDACTED}"' in raw and _holds(value, REDACTED):
-        pending.redacted.append(as_int(msg.get("seq")) or seq)
+        pending.redacted.append(seq)
     if isinstance(raw, str) and "\ufffd" in raw:
-        pending.replaced.append(as_int(msg.get("seq")) or seq)
+        pending.replaced.append(seq)
     return None
 
 
