@@ -56,6 +56,17 @@ def test_replays_agree_with_the_tap_on_the_same_session(export: str, trace: str)
 
 
 @pytest.mark.parametrize(("export", "trace"), PAIRS)
+def test_findings_agree_with_the_tap(export: str, trace: str) -> None:
+    """`check` finds the same rules at the same severities on both (their seqs differ: the
+    tap's trace interleaves the agent's stderr)."""
+    mine, tap = acp_trace.check(DATA / export), acp_trace.check(DATA / trace)
+    assert mine.height > 0
+    assert sorted(mine.select("rule", "severity").rows()) == sorted(
+        tap.select("rule", "severity").rows()
+    )
+
+
+@pytest.mark.parametrize(("export", "trace"), PAIRS)
 def test_messages_are_the_lines_the_tap_saw(export: str, trace: str) -> None:
     """Each side's messages, in order, are the tap's byte for byte (`raw`), but for the few the
     tap itself redacted; the summary's counts by method and update kind are the tap's."""
