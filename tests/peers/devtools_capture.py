@@ -14,6 +14,7 @@ run. It runs on the system `node` (better-sqlite3 is compiled against that node)
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -48,6 +49,11 @@ def missing() -> str | None:
     probe = subprocess.run([*cli(), "--version"], capture_output=True, check=False)
     if probe.returncode != 0 or probe.stdout.decode().strip() != VERSION:
         return f"acp-devtools does not run: {probe.stderr.decode().strip()[-300:]}"
+    binding = source_dir() / "node_modules" / "better-sqlite3"
+    load = f"new (require({json.dumps(str(binding))}))(':memory:')"
+    probe = subprocess.run(["node", "-e", load], capture_output=True, check=False)
+    if probe.returncode != 0:
+        return f"its SQLite binding does not load in this node: {probe.stderr.decode()[-300:]}"
     return None
 
 

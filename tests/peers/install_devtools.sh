@@ -10,7 +10,8 @@ set -euo pipefail
 version=0.4.0
 source="${1:-https://github.com/maksugr/acp-devtools.git}"
 dir="${ACP_TRACE_CACHE:-$HOME/.cache/acp-trace}/acp-devtools/src-$version"
-if [ -f "$dir/packages/cli/dist/index.js" ] && node "$dir/packages/cli/dist/index.js" --version >/dev/null 2>&1; then
+if [ -f "$dir/packages/cli/dist/index.js" ] && node "$dir/packages/cli/dist/index.js" --version >/dev/null 2>&1 \
+  && (cd "$dir" && node -e "new (require('better-sqlite3'))(':memory:')") >/dev/null 2>&1; then
   exit 0
 fi
 rm -rf "$dir"
