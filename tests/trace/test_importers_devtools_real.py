@@ -186,3 +186,18 @@ def test_a_character_split_between_two_reads_is_flagged() -> None:
     (warning,) = head["warnings"]
     assert warning.startswith("1 message of the capture holds U+FFFD (seq 2): ")
     assert all(_records(DATA / e)[0]["replacement_chars"] == [] for e, _ in PAIRS)
+
+
+def test_a_message_missing_from_the_export_qualifies_marker_findings(tmp_path: Path) -> None:
+    """Near miss of the claude v2 export: one replayed update taken out of the file, so seq
+    skips inside the resume's window; marker-missing, an error on the whole file, becomes a
+    warning that says a record was lost there (the marker could have been it)."""
+    doc = json.loads((DATA / PAIRS[1][0]).read_text())
+    assert acp_trace.check(DATA / PAIRS[1][0])["severity"].to_list() == ["error"]
+    del doc["messages"][10]
+    path = tmp_path / "cut.json"
+    path.write_text(json.dumps(doc))
+    (finding,) = acp_trace.check(path).select("rule", "severity", "message").rows()
+    assert finding[:2] == ("marker-missing", "warning")
+    assert "1 dropped" in finding[2]
+    assert _records(path)[0]["missing_seqs"] == [[11, 11]]
