@@ -13,8 +13,9 @@ The echo agent (echo_agent.py) is reached these ways:
 
 - direct: the client's pipes go straight to the agent;
 - cat: `sh -c 'cat | AGENT | cat'`, two C relays that record nothing: the floor of any tap
-  that is a process in the path (the same hops as a tap); targets are ratios to it;
-- relay: relay.py, the same in Python (threads, os.read/os.write, no recording);
+  that is a process in the path (the same hops as a tap);
+- relay: relay.py, the same in Python (threads, os.read/os.write, no recording): the floor of
+  a tap written in Python, to which issue 34's targets are ratios;
 - tap: `acp-trace record -o TRACE -- AGENT`, its defaults (redaction on, the fast path);
 - tap-typer (start-up only): the same through the typer command line (`--debug` before
   `record` turns the fast path off), to show what typer and rich cost;
@@ -112,17 +113,18 @@ def latency(
         p99 = {v: percentile(r, 99) / 1e3 for v, r in rtts.items()}
         added = {v: med[v] - med["direct"] for v in names}
         raw[str(size)] = {"pings": n, "median_us": med, "p99_us": p99}
-        ratio = _ratio(added["tap"], added["cat"])
+        ratio = _ratio(added["tap"], added["relay"])
         target = size <= 4096
         note = "added median (us): " + ", ".join(f"{v} {x:.1f}" for v, x in added.items())
         note += f"; direct {med['direct']:.1f} us; {n} pings each"
+        note += f"; tap / cat {_ratio(added['tap'], added['cat']):.2f}x"
         label = _size_label(size)
         figures.append(
             Figure(
-                f"{label}: added RTT, tap / cat",
+                f"{label}: added RTT, tap / relay.py",
                 ratio,
-                "<= 1.25" if target else "-",
-                ratio <= 1.25 if target else None,
+                "<= 1.2" if target else "-",
+                ratio <= 1.2 if target else None,
                 "x",
                 note,
             )
@@ -181,13 +183,14 @@ def throughput(
                 trace.unlink()
         med = {v: median(r) for v, r in rates.items()}
         raw[str(size)] = {"mb_per_s": rates, "recorded_and_dropped": kept, "lines": lines}
-        ratio = _ratio(med["tap"], med["cat"])
+        ratio = _ratio(med["tap"], med["relay"])
         accounted = all(r + d == lines for r, d in kept["tap"])
         dropped = max(d for _r, d in kept["tap"])
         speeds = ", ".join(f"{v} {x:.0f}" for v, x in med.items())
         note = f"MB/s: {speeds}; every line recorded or counted: {accounted}; at most {dropped} of {lines} dropped"
-        label = f"{_size_label(size)} lines: burst, tap / cat"
-        figures.append(Figure(label, ratio, ">= 0.75", ratio >= 0.75 and accounted, "x", note))
+        note += f"; tap / cat {_ratio(med['tap'], med['cat']):.2f}x"
+        label = f"{_size_label(size)} lines: burst, tap / relay.py"
+        figures.append(Figure(label, ratio, ">= 0.8", ratio >= 0.8 and accounted, "x", note))
     return figures, raw
 
 
@@ -234,7 +237,7 @@ def _recorded(trace: Path) -> tuple[int, int]:
 
 def startup(reps: int, work: Path) -> tuple[list[Figure], dict[str, Any]]:
     """Spawn to first answer: the request is written at once, the echo timed."""
-    names = variants("direct", "cat", "tap", "tap-typer")
+    names = variants("direct", "cat", "relay", "tap", "tap-typer")
     times: dict[str, list[float]] = {v: [] for v in names}
     request = ping_line(0, 200)
     for rep, variant in rounds(names, reps):
@@ -255,12 +258,13 @@ def startup(reps: int, work: Path) -> tuple[list[Figure], dict[str, Any]]:
     note = f"agent alone {med['direct']:.1f} ms; added (ms): " + ", ".join(
         f"{v} {added[v]:.1f}" for v in names[1:]
     )
+    over = added["tap"] - added["relay"]
     figures = [
         Figure(
-            "start-up: added to the first answer",
-            added["tap"],
-            "<= 100 ms (50)",
-            added["tap"] <= 100,
+            "start-up: added to the first answer, tap - relay.py",
+            over,
+            "<= 30 ms",
+            over <= 30,
             " ms",
             note,
         ),

@@ -11,6 +11,9 @@
     echo_agent.py --ticks --interval-us US
                                        write a ready line, then a line {"t": monotonic ns} every US
                                        while it reads (and drops) stdin; exit at stdin's EOF
+    echo_agent.py --replay FILE        write a ready line; after one line on stdin (the resume),
+                                       write FILE (history lines: replay_history.py) as fast as the
+                                       pipe takes it, then the response, and exit
 
 Standard library only, unbuffered writes with os.write.
 """
@@ -118,6 +121,19 @@ def ticks(interval_us: int) -> None:
         write_all(1, b'{"t":%d}\n' % time.monotonic_ns())
 
 
+RESPONSE = b'{"jsonrpc":"2.0","id":1,"result":{}}\n'
+
+
+def replay(path: str) -> None:
+    """Replay a history file in blocks of 1 MiB, then answer the resume (bench_tap `replay`)."""
+    write_all(1, READY)
+    sys.stdin.buffer.readline()
+    with open(path, "rb") as history:
+        while block := history.read(1 << 20):
+            write_all(1, block)
+    write_all(1, RESPONSE)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -128,8 +144,11 @@ def main() -> None:
     parser.add_argument("--interval-us", type=int, default=1000)
     parser.add_argument("--log", help="where --timed writes its stamps (JSON)")
     parser.add_argument("--ticks", action="store_true", help="tick while reading stdin")
+    parser.add_argument("--replay", help="a history file to replay after one line on stdin")
     args = parser.parse_args()
-    if args.burst is not None:
+    if args.replay is not None:
+        replay(args.replay)
+    elif args.burst is not None:
         burst(args.burst, args.line_size)
     elif args.ticks:
         ticks(args.interval_us)

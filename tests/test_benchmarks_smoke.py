@@ -42,7 +42,7 @@ def test_analyzer_benchmark_runs(tmp_path: Path) -> None:
 
 def test_tap_benchmark_runs(tmp_path: Path) -> None:
     """bench_tap.py measures latency, throughput, start-up, timestamps and the stall through a
-    real tap, against the cat pipeline."""
+    real tap, against relay.py and the cat pipeline."""
     out = tmp_path / "figures.json"
     args = ["all", "--sizes", "200", "--count", "30", "--mb", "0.5", "--line-sizes", "4096"]
     args += ["--reps", "1", "--startup-reps", "1", "--timed", "30", "--interval-us", "300"]
@@ -50,11 +50,23 @@ def test_tap_benchmark_runs(tmp_path: Path) -> None:
     stdout = run("bench_tap.py", *args)
     names = [f["name"] for f in json.loads(out.read_text())["figures"]]
     assert "== tap" in stdout
-    assert "200 B: added RTT, tap / cat" in names
-    assert "4 KiB lines: burst, tap / cat" in names
-    assert "start-up: added to the first answer" in names
+    assert "200 B: added RTT, tap / relay.py" in names
+    assert "4 KiB lines: burst, tap / relay.py" in names
+    assert "start-up: added to the first answer, tap - relay.py" in names
     assert any(n.startswith("timestamp skew p99") for n in names)
     assert "1 MiB line: added worst delay the other way" in names
+
+
+def test_replay_benchmark_runs(tmp_path: Path) -> None:
+    """bench_replay.py builds a real-shaped history, replays it through every variant and
+    checks that the tap's trace holds every line."""
+    out = tmp_path / "figures.json"
+    stdout = run("bench_replay.py", "--mb", "0.5", "--reps", "1", "--json", str(out))
+    figures = {f["name"]: f for f in json.loads(out.read_text())["figures"]}
+    assert "== replay" in stdout
+    assert any(n.endswith(" MB replay: answered, tap / relay.py") for n in figures)
+    complete = figures["trace complete: every history line recorded, none dropped"]
+    assert complete["met"] is True, complete
 
 
 def test_pingpong_client_and_plain_replays_run_alone(tmp_path: Path) -> None:

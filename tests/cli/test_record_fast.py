@@ -70,7 +70,7 @@ def test_the_fast_path_knows_every_option_of_the_typer_command() -> None:
     options = [param for param in record.params if param.param_type_name == "option"]
     spelled = {opt for param in options for opt in param.opts}
     assert spelled - {"--help"} == set(record_fast.OPTIONS)
-    fields = set(RecordOptions.__dataclass_fields__)
+    fields = set(RecordOptions._fields)
     assert {field for field, _read in record_fast.OPTIONS.values()} <= fields
 
 

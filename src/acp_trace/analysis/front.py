@@ -62,6 +62,13 @@ class Analysis:
         return latency.turns_table(self.timeline, self.turn_facts)
 
     @cached_property
+    def losses(self) -> pl.DataFrame:
+        """The traces whose recording lacks lines (analysis/summary.py `losses`)."""
+        from acp_trace.analysis.summary import losses, summarize
+
+        return losses(summarize(self.records))
+
+    @cached_property
     def skipped(self) -> pl.DataFrame:
         """The files passed over while reading (`trace`, `problem`)."""
         return skipped_inputs(self.records)

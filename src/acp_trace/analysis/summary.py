@@ -113,6 +113,22 @@ def _summary_row(trace: str, part: pl.DataFrame, conn: Connection) -> tuple[Any,
     )
 
 
+LOSS_COLUMNS = ("trace", "lost_records", "lost_gaps", "dropped", "unwritten", "ended")
+
+
+def losses(summary: pl.DataFrame) -> pl.DataFrame:
+    """The traces whose recording lacks something, from `summarize`'s table: records missing
+    from the seq run, lines the tap dropped or could not write, or a recording that did not
+    end as one should (`ended` other than `complete`; an imported trace, `unknown`, is not a
+    loss). Findings about what a trace lacks cannot be made: `check` and the report say so."""
+    return summary.select(LOSS_COLUMNS).filter(
+        (pl.col("lost_records") > 0)
+        | (pl.col("dropped") > 0)
+        | (pl.col("unwritten").fill_null(0) > 0)
+        | pl.col("ended").is_in(["no exit", "unbalanced"])
+    )
+
+
 def _imported(header: pl.DataFrame) -> bool:
     head = loads(header["text"][0])
     return isinstance(head, dict) and "imported_from" in head

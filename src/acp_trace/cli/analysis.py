@@ -198,7 +198,7 @@ def check(
         workers,
         scheduler,
         schema=schema,
-        tables=("replays", "findings"),
+        tables=("replays", "findings", "losses"),
     )
     findings = a.findings(rule, min_severity, schema=schema)
     text = render.check_output(a, findings, fmt)

@@ -23,14 +23,15 @@ from dataclasses import dataclass
 
 import ahocorasick_rs
 
-from acp_trace.credentials.local import (
-    BLOCK_END,
-    BLOCK_START,
+from acp_trace.credentials.assignment import may_assign
+from acp_trace.credentials.local import BLOCK_END, BLOCK_START, Rule, rules
+from acp_trace.credentials.names import (
     CREDENTIAL_PARTS,
     CREDENTIAL_WORDS,
-    Rule,
+    keyword_set,
+    may_name_credential,
+    name_gate_or,
     names_credential,
-    rules,
 )
 
 __all__ = [
@@ -44,6 +45,8 @@ __all__ = [
     "keywords",
     "kinds",
     "may_hold",
+    "may_name_credential",
+    "name_gate_or",
     "names_credential",
     "placeholder",
     "redact_bytes",
@@ -54,6 +57,7 @@ __all__ = [
 RULES: tuple[Rule, ...] = rules()
 _KEYWORDS = sorted({keyword for rule in RULES for keyword in rule.keywords})
 _FINDER = ahocorasick_rs.BytesAhoCorasick([k.encode() for k in _KEYWORDS])
+_KEYWORD_SET = keyword_set(_KEYWORDS)
 _RULES_OF = [
     tuple(i for i, rule in enumerate(RULES) if keyword in rule.keywords) for keyword in _KEYWORDS
 ]
@@ -61,8 +65,9 @@ BLOCK_LINES = 400  # lines of a private key block read as the key when its END l
 # The first pass over every recorded line, on its raw bytes: at most 64 case-sensitive needles
 # (the aho-corasick crate then searches with SIMD, several GB/s, and no lowercased copy is
 # made), one for each rule's keywords as they are spelled in what its regex accepts, the
-# words of the case-insensitive rules in lower, Capitalized and UPPER case; `=` (NAME=value)
-# is looked for apart (memchr). tests/test_credentials.py checks that it covers every rule.
+# words of the case-insensitive rules in lower, Capitalized and UPPER case; a NAME=value
+# whose NAME may name a credential is looked for apart (`may_assign`, after a memchr for
+# `=`). tests/test_credentials.py checks that it covers every rule.
 QUICK = (
     *("AKIA", "ASIA", "ABIA", "ACCA", "A3T", "ABSK", "bedrock-api-key-", "AIza"),
     *("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
@@ -70,7 +75,7 @@ QUICK = (
     *("gloas-", "glsoat-", "glffct-", "GR1348941"),
     *("xox", "xapp", "XAPP", "hooks.slack.com", "k_live", "k_test", "k_prod"),
     *("sk-ant-", "T3BlbkFJ", "eyJ", "eyA", "-----BEGIN", "-----begin", "://"),
-    *("uthoriz", "UTHORIZ", "earer", "EARER", "asic", "ASIC"),
+    *("uthoriz", "UTHORIZ", "earer", "EARER", "asic", "ASIC", "_gitlab_session="),
 )
 _QUICK = ahocorasick_rs.BytesAhoCorasick(
     [n.encode() for n in QUICK], matchkind=ahocorasick_rs.MatchKind.LeftmostFirst
@@ -109,9 +114,10 @@ def source() -> dict[str, str]:
 
 
 def may_hold(data: bytes) -> bool:
-    """Whether `data` may hold a credential: a QUICK needle or `=` in it (the cheap first
-    pass; `find` then looks for every rule's keywords in any case)."""
-    return b"=" in data or bool(_QUICK.find_matches_as_indexes(data))
+    """Whether `data` may hold a credential: a QUICK needle in it, or a `NAME=` whose NAME
+    may name one (the cheap first pass; `find` then looks for every rule's keywords in any
+    case)."""
+    return bool(_QUICK.find_matches_as_indexes(data)) or (b"=" in data and may_assign(data))
 
 
 def first_keyword(data: bytes) -> int | None:
@@ -122,14 +128,17 @@ def first_keyword(data: bytes) -> int | None:
 
 def find(data: bytes) -> list[Finding]:
     """Every credential in `data`, by start, overlapping ones merged (the first kind kept)."""
-    hits = _FINDER.find_matches_as_indexes(data.lower(), overlapping=True)
-    if not hits:
+    present = _KEYWORD_SET.Match(data)  # which keywords occur, in one pass, in any case
+    if not present:
         return []
-    chosen = sorted({i for keyword, _s, _e in hits for i in _RULES_OF[keyword]})
+    chosen = sorted({i for keyword in present for i in _RULES_OF[keyword]})
     found: list[Finding] = []
     for index in chosen:
         rule = RULES[index]
         if rule.needs and rule.needs not in data:
+            continue
+        if rule.finder is not None:
+            found += [Finding(start, end, rule.kind) for start, end in rule.finder(data)]
             continue
         for match in rule.regex.finditer(data):
             span = rule.span(match)

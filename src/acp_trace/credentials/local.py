@@ -17,51 +17,30 @@ from __future__ import annotations
 
 import base64
 import binascii
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import re2  # type: ignore[import-untyped]  # google-re2 ships no types
 
-# A name names a credential when, split into ASCII words (camelCase, snake_case, kebab-case,
-# dots) and lowercased, one word is in CREDENTIAL_WORDS, or the words run together contain one
-# of CREDENTIAL_PARTS, or they end with "key". Non-ASCII letters separate words and never match.
-CREDENTIAL_WORDS = frozenset({"auth", "key", "pat", "pwd", "pin", "otp", "jwt", "sig"})
-CREDENTIAL_PARTS = (
-    "token",
-    "secret",
-    "passw",
-    "passphrase",
-    "cookie",
-    "credential",
-    "authoriz",
-    "oauth",
-    "bearer",
-    "signature",
-    "apikey",
+from acp_trace.credentials.assignment import find_assignments
+from acp_trace.credentials.names import (
+    CREDENTIAL_PARTS,
+    CREDENTIAL_WORDS,
 )
-_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
-
-
-def names_credential(name: str) -> bool:
-    """True when `name` says its value is a credential (see the rule above)."""
-    words = [word.lower() for word in _WORD.findall(name)]
-    flat = "".join(words)
-    return (
-        flat.endswith("key")
-        or any(word in CREDENTIAL_WORDS for word in words)
-        or any(part in flat for part in CREDENTIAL_PARTS)
-    )
-
+from acp_trace.credentials.names import (
+    compile_bytes as _compile,
+)
 
 Verify = Callable[[bytes, "re2._Match"], bool]
+Finder = Callable[[bytes], list[tuple[int, int]]]
 
 
 @dataclass(frozen=True)
 class Rule:
     """One kind of credential: the regex, the keywords that must occur (lowercase), which
     group is the secret (0: the first group if any, else the whole match), a check of the
-    candidate, and a byte the text must hold."""
+    candidate, a byte the text must hold, and a function that finds the spans in place of
+    the regex (assignment.py says why)."""
 
     kind: str
     regex: re2._Regexp
@@ -69,6 +48,7 @@ class Rule:
     group: int = 0
     verify: Verify | None = field(default=None, compare=False)
     needs: bytes = b""
+    finder: Finder | None = field(default=None, compare=False)  # instead of the regex
 
     def span(self, match: re2._Match) -> tuple[int, int] | None:
         """The secret's span in a match, or None when the check says it is none."""
@@ -105,18 +85,6 @@ def _basic(secret: bytes, _match: re2._Match) -> bool:
     except (binascii.Error, ValueError):
         return False
     return b":" in decoded and all(32 <= c < 127 or c >= 128 for c in decoded)
-
-
-def _assignment(_secret: bytes, match: re2._Match) -> bool:
-    name = match.group(1)
-    return names_credential(name.decode("latin-1")) and match.group(2) not in (b'""', b"''")
-
-
-def _compile(pattern: bytes) -> re2._Regexp:
-    options = re2.Options()
-    options.encoding = re2.Options.Encoding.LATIN1  # bytes in, byte offsets out
-    options.max_mem = 64 << 20
-    return re2.compile(pattern, options)
 
 
 _NAME_WORDS = sorted(CREDENTIAL_WORDS | set(CREDENTIAL_PARTS) | {"key"})
@@ -159,8 +127,8 @@ def _local() -> list[Rule]:
             ),
             tuple(_NAME_WORDS),
             group=2,
-            verify=_assignment,
             needs=b"=",
+            finder=find_assignments,
         ),
         Rule(
             "private-key",

@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from acp_trace.credentials import may_hold, redact_str
+from acp_trace.credentials import find, may_hold, redact_str
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -46,24 +46,69 @@ def strings(value: Any) -> Iterator[str]:
             stack.extend(node)
 
 
+def suspects(value: Any) -> frozenset[str]:
+    """The strings and keys of `value` that may hold a credential; the others hold none.
+
+    They are read together, one per line, in one pass (a message of a replayed history has
+    dozens of strings: one pass per string cost most of the recorder's time; issue 34), and
+    the strings a finding overlaps are the suspects. A credential of one string is found in
+    them together too, where the line break ends it as the string's end did: no rule's
+    match reads across a line break but a private key block's, which is a finding itself."""
+    texts = list(strings(value))
+    encoded = [text.encode("utf-8", "surrogatepass") for text in texts]
+    joined = b"\n".join(encoded)
+    if not may_hold(joined):
+        return frozenset()
+    found = find(joined)
+    if not found:
+        return frozenset()
+    chosen: set[str] = set()
+    index, end = 0, len(encoded[0]) if encoded else 0
+    for finding in found:  # by start
+        while end < finding.start and index + 1 < len(encoded):
+            index += 1
+            end += 1 + len(encoded[index])
+        first, reach = index, end
+        while reach < finding.end and first + 1 < len(encoded):
+            first += 1
+            reach += 1 + len(encoded[first])
+        chosen.update(texts[index : first + 1])
+    return frozenset(chosen)
+
+
+Redactions = dict[str, str]  # a string or key of a value -> the same with its credentials replaced
+
+
+def redactions(value: Any) -> Redactions:
+    """The strings and keys of a parsed JSON value that hold a credential, each with its
+    credentials replaced (`redact_value` takes it, so a message is read once)."""
+    found = {}
+    for text in suspects(value):
+        new, kinds = redact_str(text)
+        if kinds:
+            found[text] = new
+    return found
+
+
 def in_value(value: Any) -> bool:
     """Whether any string or key of a parsed JSON value holds a credential."""
-    return any(
-        may_hold(text.encode("utf-8", "surrogatepass")) and redact_str(text)[1]
-        for text in strings(value)
-    )
+    return bool(redactions(value))
 
 
-def redact_value(value: Any, where: str = "$") -> list[str]:
+def redact_value(value: Any, where: str = "$", changes: Redactions | None = None) -> list[str]:
     """Replace the credentials in every string of `value` (in place); the paths changed. A
     key that holds one is renamed; ValueError when that makes two keys equal. A string at
-    the top is not changed (it cannot be replaced in place): see `redact_str`."""
+    the top is not changed (it cannot be replaced in place): see `redact_str`. `changes` is
+    `redactions(value)` (or of a value equal to it), when the caller has it."""
     paths: list[str] = []
+    chosen = redactions(value) if changes is None else changes
+    if not chosen:
+        return paths
     stack: list[tuple[Any, Any]] = [(value, (None, where))]
     while stack:
         node, trail = stack.pop()
         if isinstance(node, dict):
-            _keys(node, trail, paths)
+            _keys(node, trail, paths, chosen)
             members: Iterator[tuple[Any, Any]] = iter(node.items())
         elif isinstance(node, list):
             members = enumerate(node)
@@ -71,23 +116,21 @@ def redact_value(value: Any, where: str = "$") -> list[str]:
             continue
         for step, item in list(members):
             if isinstance(item, str):
-                new, found = redact_str(item)
-                if found:
-                    node[step] = new
+                if item in chosen:
+                    node[step] = chosen[item]
                     paths.append(spell((trail, step)))
             elif isinstance(item, dict | list):
                 stack.append((item, (trail, step)))
     return paths
 
 
-def _keys(node: dict[str, Any], trail: Any, paths: list[str]) -> None:
-    renamed = {key: redact_str(key) for key in node}
-    if not any(found for _new, found in renamed.values()):
+def _keys(node: dict[str, Any], trail: Any, paths: list[str], chosen: Redactions) -> None:
+    if not any(key in chosen for key in node):
         return
     items = list(node.items())
     node.clear()
     for key, item in items:
-        new = renamed[key][0]
+        new = chosen.get(key, key)
         if new in node:
             raise ValueError("a key that holds a credential equals another once redacted")
         node[new] = item

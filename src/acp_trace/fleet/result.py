@@ -11,7 +11,7 @@ from acp_trace.analysis.front import check_rule_filter
 from acp_trace.analysis.latency import GROUPS, aggregate_requests
 from acp_trace.errors import UsageError
 
-TABLES = ("replays", "findings", "turns", "requests", "traces", "skipped", "untimed")
+TABLES = ("replays", "findings", "turns", "requests", "losses", "traces", "skipped", "untimed")
 
 
 @dataclass
@@ -34,6 +34,7 @@ class FleetResult:
     )
     partitions: int = 0
     written: dict[str, int] = field(default_factory=dict)
+    losses: pl.DataFrame = field(default_factory=pl.DataFrame)  # as Analysis.losses, if asked
 
     def findings(
         self, rules: list[str] | None = None, min_severity: str = "info", *, schema: bool = True

@@ -14,7 +14,7 @@ import polars as pl
 from acp_trace.errors import InputError, UsageError
 from acp_trace.fleet.partition import partition
 from acp_trace.fleet.result import FleetResult, concat
-from acp_trace.fleet.work import Part, analyze_part
+from acp_trace.fleet.work import COMPUTED, Part, analyze_part
 from acp_trace.trace.paths import Found, find_traces
 from acp_trace.trace.pool import (
     die_with_parent,
@@ -54,9 +54,9 @@ def run(
     that yields none); a partition that fails is retried `retries` times, then run file by
     file, and the files that still fail are listed in `failed`.
     """
-    unknown = sorted(set(tables or ()) - set(Part.tables))
+    unknown = sorted(set(tables or ()) - set(COMPUTED))
     if unknown:
-        raise UsageError(f"tables={unknown}: expected some of {', '.join(Part.tables)}")
+        raise UsageError(f"tables={unknown}: expected some of {', '.join(COMPUTED)}")
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
     found = list(found) if found is not None else find_traces(paths)
@@ -89,6 +89,7 @@ def run(
             failed, schema={"trace": pl.String, "problem": pl.String}, orient="row"
         ),
         partitions=len(parts),
+        losses=out["losses"],
         written=_written(results),
     )
 

@@ -26,8 +26,11 @@ class Part:
     marker_meta: str | None = None
     dataset: str | None = None  # a directory: append the partition there instead of returning it
     schema: bool = True  # validate messages against the ACP JSON Schema (check's --no-schema)
-    # the tables to compute (fleet.result.TABLES); the others come back empty, without columns
+    # the tables to compute (of COMPUTED); the others come back empty, without columns
     tables: tuple[str, ...] = ("replays", "findings", "turns", "requests")
+
+
+COMPUTED = ("replays", "findings", "turns", "requests", "losses")  # what `tables` may ask
 
 
 def analyze_part(part: Part) -> dict[str, pl.DataFrame]:
@@ -43,6 +46,7 @@ def analyze_part(part: Part) -> dict[str, pl.DataFrame]:
         "findings": lambda: a.findings(schema=part.schema),
         "turns": lambda: a.turns,
         "requests": lambda: request_rows(a.timeline),
+        "losses": lambda: a.losses,
     }
     tables = {
         name: make() if name in part.tables else pl.DataFrame() for name, make in wanted.items()

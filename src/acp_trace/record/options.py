@@ -1,9 +1,12 @@
 """What `acp-trace record` is asked to do and how a recording ended: the vocabulary that the
-tap, the trace file and the command line share (so none of them imports another for it)."""
+tap, the trace file and the command line share (so none of them imports another for it).
+
+Named tuples, not dataclasses: this module is on the tap's start-up path, and `dataclasses`
+brings `inspect`, `ast` and `dis` with it (issue 34: start-up at most 30 ms over relay.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import namedtuple
 from pathlib import Path
 
 DEFAULT_GRACE = 3.0
@@ -11,27 +14,40 @@ DEFAULT_QUEUE_BYTES = 256 << 20
 DEFAULT_MAX_RECORD_BYTES = 64 << 20
 
 
-@dataclass(frozen=True)
-class RecordOptions:
-    """What `acp-trace record` was asked to do."""
+class RecordOptions(
+    namedtuple(
+        "RecordOptions",
+        "command output directory redact redact_stderr redact_content max_record_bytes grace "
+        "queue_bytes",
+        defaults=(None, None, True, (), True, DEFAULT_MAX_RECORD_BYTES, DEFAULT_GRACE,
+                  DEFAULT_QUEUE_BYTES),
+    )
+):  # fmt: skip
+    """What `acp-trace record` was asked to do: `command` (the agent's argv), `output` and
+    `directory` (Path or None), `redact`, `redact_stderr` (regexes replaced in recorded stderr
+    lines), `redact_content` (credentials in free text: acp_trace.credentials),
+    `max_record_bytes`, `grace` (seconds) and `queue_bytes`."""
 
+    __slots__ = ()
     command: list[str]
-    output: Path | None = None
-    directory: Path | None = None
-    redact: bool = True
-    redact_stderr: tuple[str, ...] = ()  # regexes replaced in recorded stderr lines
-    redact_content: bool = True  # credentials in free text (acp_trace.credentials)
-    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
-    grace: float = DEFAULT_GRACE
-    queue_bytes: int = DEFAULT_QUEUE_BYTES
+    output: Path | None
+    directory: Path | None
+    redact: bool
+    redact_stderr: tuple[str, ...]
+    redact_content: bool
+    max_record_bytes: int
+    grace: float
+    queue_bytes: int
 
 
-@dataclass(frozen=True)
-class RecordResult:
+class RecordResult(
+    namedtuple("RecordResult", "exit_code trace records dropped write_error")
+):  # fmt: skip
     """How a recording ended: the agent's exit code (128+N after signal N), the trace, the
     records written, and those that were not (dropped from a full queue, or after the trace
     could not be written), with the reason the trace stopped if it did."""
 
+    __slots__ = ()
     exit_code: int
     trace: Path
     records: int

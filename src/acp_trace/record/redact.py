@@ -49,7 +49,12 @@ from acp_trace.record.redact_rules import (
     redact_message,
     track,
 )
-from acp_trace.record.secrets import REDACTED, fragment_may_hold_secret, scrub_words
+from acp_trace.record.secrets import (
+    REDACTED,
+    fragment_may_hold_secret,
+    may_scrub_raw,
+    scrub_words,
+)
 from acp_trace.record.strict_json import NotStrict, dumps, strict_loads, top_level_scalars
 from acp_trace.trace.format import encode_payload, encode_text
 
@@ -138,15 +143,19 @@ class Redactor:
         hits = self._hits(line, src)
         stripped = line.strip(b" \t\r")
         content = self.content and redact_content.may_hold(line)
+        value: Any = None
+        if hits == _META_ONLY:
+            value = _fast_loads(stripped)
+            if _inert_meta(value, line, stripped):
+                hits = _NO_HITS
         if hits & _MESSAGE_NAMES:
             return self._exact(line, stripped, src, hits, content=content)
-        value = _fast_loads(stripped)
-        if content and (
-            _escaped_json(stripped)
-            if value is _NOT_JSON
-            else _is_rpc(value) and redact_content.in_value(value)
-        ):
+        if value is None:
+            value = _fast_loads(stripped)
+        if content and value is _NOT_JSON and _escaped_json(stripped):
             return self._exact(line, stripped, src, hits, content=True)
+        if content and _is_rpc(value) and (changes := redact_content.redactions(value)):
+            return self._exact(line, stripped, src, hits, content=True, changes=changes)
         if isinstance(value, dict) and "id" not in value and isinstance(value.get("method"), str):
             return b'"msg":' + stripped  # a notification: the common case, nothing to pair
         if _is_rpc(value):
@@ -182,8 +191,17 @@ class Redactor:
         return b'"redacted":' + orjson.dumps(paths) + b',"msg":' + body
 
     def _exact(
-        self, line: bytes, stripped: bytes, src: str, hits: frozenset[str], *, content: bool = False
+        self,
+        line: bytes,
+        stripped: bytes,
+        src: str,
+        hits: frozenset[str],
+        *,
+        content: bool = False,
+        changes: redact_content.Redactions | None = None,
     ) -> bytes:
+        """The exact path: a strict parse, the policy's rules, then credentials in the text
+        (`changes`: what `redactions` found in the same message, if the caller has it)."""
         if hits:
             why = _describe(hits)
         elif content:
@@ -201,8 +219,11 @@ class Redactor:
         for where, msg in _messages(value):
             paths += redact_message(msg, where, src, self.pending, meta=meta)
         if content:
+            if paths:  # the rules changed strings: read them again
+                changes = None
             try:
-                paths = list(dict.fromkeys(paths + redact_content.redact_value(value, "$")))
+                found = redact_content.redact_value(value, "$", changes)
+                paths = list(dict.fromkeys(paths + found))
             except ValueError as exc:
                 return placeholder(len(line), f"{exc}, and {why}")
         if not paths:
@@ -339,6 +360,28 @@ def _compile(pattern: str) -> re.Pattern[bytes]:
     if compiled.fullmatch(b""):
         raise RecordError(f"--redact-stderr {pattern!r}: matches the empty string")
     return compiled
+
+
+_META_ONLY = frozenset({"_meta"})
+
+
+def _inert_meta(value: Any, line: bytes, stripped: bytes) -> bool:
+    """Whether the `_meta` objects of a notification whose only needle is `"_meta"` are
+    certain to pass the rules unchanged, so the exact path can be skipped (an agent such as
+    claude-agent-acp puts `_meta` on every tool call; issue 34): it is compact JSON that
+    orjson writes back byte for byte (what the strict parse accepts, strict_json.py), and
+    no text of it can be changed (`may_scrub_raw`: no credential name, URL or `-h`/`-u`
+    flag anywhere in the line; `env`, `headers` and `args` keys are needles of their own)."""
+    if not (isinstance(value, dict) and "id" not in value and isinstance(value.get("method"), str)):
+        return False
+    return not may_scrub_raw(line) and _writes_back(value, stripped)
+
+
+def _writes_back(value: Any, stripped: bytes) -> bool:
+    try:
+        return orjson.dumps(value) == stripped
+    except orjson.JSONEncodeError:
+        return False
 
 
 def _escaped_json(stripped: bytes) -> bool:

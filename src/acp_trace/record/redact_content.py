@@ -5,7 +5,8 @@ text"): the recorded line's strings and text with each credential's span replace
 - `may_hold(line)`: the prefilter: a rule's keyword, or a `\\u` / `\\/` escape that could
   spell one (the raw bytes of a JSON line are not its text).
 - `redact_value(value, where)`: every string (and key) of a parsed message, in place; the
-  JSON paths changed. Iterative: a deep value cannot exhaust the stack.
+  JSON paths changed. Iterative: a deep value cannot exhaust the stack. `redactions(value)`
+  finds them first, once (all strings read together: credentials/values.py).
 - `redact_text(line, state, have_all)`: a line of text; when `have_all` is false the line is
   the first bytes of a longer one, and its tail from the last keyword on (a credential cut in
   two) is dropped before the rest is redacted.
@@ -17,9 +18,17 @@ import re
 
 from acp_trace import credentials
 from acp_trace.credentials import LineState
-from acp_trace.credentials.values import in_value, redact_value
+from acp_trace.credentials.values import Redactions, in_value, redact_value, redactions
 
-__all__ = ["in_value", "may_hold", "note", "redact_text", "redact_value"]
+__all__ = [
+    "Redactions",
+    "in_value",
+    "may_hold",
+    "note",
+    "redact_text",
+    "redact_value",
+    "redactions",
+]
 
 TAIL = 8192  # bytes before a cut in which a keyword means a credential may be cut in two
 LEAD = 128  # bytes kept clear before such a keyword (a key's first part comes before it)

@@ -12,7 +12,13 @@ from collections import OrderedDict
 from typing import Any
 
 from acp_trace.credentials.values import child, spell
-from acp_trace.record.secrets import REDACTED, names_credential, scrub_text, scrub_words
+from acp_trace.record.secrets import (
+    REDACTED,
+    may_scrub,
+    names_credential,
+    scrub_text,
+    scrub_words,
+)
 
 AUTH_KEEP = frozenset({"methodId"})
 ANSWER_KEEP = frozenset({"action", "_meta"})
@@ -261,6 +267,8 @@ def _meta_anywhere(msg: dict[str, Any], where: str) -> list[str]:
         if isinstance(node, dict):
             for key, value in node.items():
                 if key == "_meta" and isinstance(value, dict | str):
+                    if isinstance(value, dict) and not _may_change(value):
+                        continue
                     parent = spell(trail)
                     if isinstance(value, dict):
                         paths += _container(value, child(parent, key))
@@ -271,6 +279,31 @@ def _meta_anywhere(msg: dict[str, Any], where: str) -> list[str]:
         elif isinstance(node, list):
             stack.extend((item, (trail, index)) for index, item in enumerate(node))
     return paths
+
+
+_PAIRS_AND_ARGS = frozenset({"env", "headers", "args"})
+
+
+def _may_change(obj: dict[str, Any]) -> bool:
+    """False only when `_container(obj)` changes nothing: no `env`, `headers` or `args` key
+    at any depth, and no key or string that `may_scrub` lets through (read together, one
+    per line): a name that may name a credential, a URL, a `-h`/`-u` flag. An agent's
+    `_meta` on every tool call (`{"claudeCode": {"toolName": "Edit"}}`) is read in one
+    search instead of path by path (issue 34)."""
+    texts: list[str] = []
+    stack: list[Any] = [obj]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if not _PAIRS_AND_ARGS.isdisjoint(node):
+                return True
+            texts.extend(node)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, str):
+            texts.append(node)
+    return may_scrub("\n".join(texts))
 
 
 def _secret(value: Any) -> bool:

@@ -29,7 +29,6 @@ import os
 import struct
 import threading
 from contextlib import suppress
-from dataclasses import dataclass
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without loading typing (start-up time)
 if TYPE_CHECKING:
@@ -69,14 +68,28 @@ def fence() -> None:
         _FENCE.acquire()
 
 
-@dataclass
 class Frame:
-    """One frame taken from the ring."""
+    """One frame taken from the ring (a plain class: `dataclasses` costs the tap's start-up)."""
 
-    kind: int
-    src: str
-    t: int
-    data: bytes
+    __slots__ = ("data", "kind", "src", "t")
+
+    def __init__(self, kind: int, src: str, t: int, data: bytes) -> None:
+        self.kind, self.src, self.t, self.data = kind, src, t, data
+
+    def __repr__(self) -> str:
+        return f"Frame({self.kind}, {self.src!r}, {self.t}, {self.data[:40]!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Frame):
+            return NotImplemented
+        return (self.kind, self.src, self.t, self.data) == (
+            other.kind,
+            other.src,
+            other.t,
+            other.data,
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was
 
     def event(self) -> dict[str, Any]:
         """The fields of an EVENT frame."""

@@ -52,23 +52,34 @@ class RingMemory:
         self._done = 0  # the offset up to which pages are faulted in
         self._lock = threading.Lock()  # faulting in and giving back never overlap
         self._wanted = threading.Event()
-        self._call = _madvise()
+        # madvise through ctypes, set up by the thread once AFTER bytes went by: importing
+        # ctypes costs the tap's start-up some milliseconds that a short session never needs
+        self._call: Callable[[int, int, int], int] | None = None
         self._base = 0
         self._seen, self._since = -1, time.monotonic()
-        if self._call is not None:
-            import ctypes
-
-            self._base = ctypes.addressof(ctypes.c_char.from_buffer(ring.map)) + CONTROL
 
     def start(self) -> None:
         """Start faulting in once AFTER bytes went by (a short session never pays for it)."""
-        if self._call is not None:
-            self._out.prefault_at = AFTER
-            self._out.prefault = self._wanted
-            threading.Thread(target=self._run, name="prefault", daemon=True).start()
+        self._out.prefault_at = AFTER
+        self._out.prefault = self._wanted
+        threading.Thread(target=self._run, name="prefault", daemon=True).start()
+
+    def _setup(self) -> bool:
+        call = _madvise()
+        if call is None:
+            return False
+        import ctypes
+
+        self._base = ctypes.addressof(ctypes.c_char.from_buffer(self._ring.map)) + CONTROL
+        self._call = call
+        return True
 
     def _run(self) -> None:
         size = self._ring.size
+        self._wanted.wait()
+        if not self._setup():
+            self._out.prefault_at = 1 << 62
+            return  # no madvise here: the pumps fault pages in themselves
         while True:
             self._wanted.wait()
             self._wanted.clear()
@@ -90,7 +101,9 @@ class RingMemory:
         if put != self._seen:
             self._seen, self._since = put, now
             return False
-        if now - self._since < IDLE or self._call is None or self._out.touched <= 2 * KEEP:
+        if now - self._since < IDLE or self._out.touched <= 2 * KEEP:
+            return False
+        if self._call is None and not self._setup():
             return False
         target = self._out.begin_trim(KEEP)
         if target is None:

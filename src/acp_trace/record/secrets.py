@@ -14,13 +14,20 @@ from __future__ import annotations
 import re
 from urllib.parse import unquote
 
-from acp_trace.credentials import CREDENTIAL_PARTS, CREDENTIAL_WORDS, names_credential
+from acp_trace.credentials import (
+    CREDENTIAL_PARTS,
+    CREDENTIAL_WORDS,
+    name_gate_or,
+    names_credential,
+)
 
 __all__ = [
     "CREDENTIAL_PARTS",
     "CREDENTIAL_WORDS",
     "REDACTED",
     "fragment_may_hold_secret",
+    "may_scrub",
+    "may_scrub_raw",
     "names_credential",
     "scrub_text",
     "scrub_url",
@@ -166,22 +173,97 @@ def _scrub_word(word: str, depth: int) -> str:
     return _scrub_header(word, always=False)
 
 
+# What `scrub_text` can change: a URL (`://`, quotes a shell removes allowed between), the
+# word after a flag `-h`, `-u`, `--header`, `--user` (`-` then `h` or `u`, quotes and dashes
+# between), and whatever a credential name names (NAME_GATE).
+_SCRUB_GATE = name_gate_or(rb""":['"]*/['"]*/|-[-'"]*[hHuU]""")
+
+
+def may_scrub(text: str) -> bool:
+    """False only when `scrub_text(text)` is `text` (see _SCRUB_GATE)."""
+    return _SCRUB_GATE.search(text.encode("utf-8", "surrogatepass")) is not None
+
+
+# The same over the raw bytes of a JSON line without `\\u` escapes (they can spell anything;
+# the caller rules them out): a string's quote is spelled `\\"`, a slash may be `\\/`, a tab
+# `\\t`, so a backslash may stand where a quote or a dash may, and in a `://`.
+_SCRUB_RAW_GATE = name_gate_or(rb""":['"\\]*/['"\\]*/|:['"\\]*\\/|-[-'"\\]*[hHuU]""", raw=True)
+
+
+def may_scrub_raw(line: bytes) -> bool:
+    """False only when no string or key of the JSON `line` can be changed by `scrub_text` or
+    names a credential; a line with a `\\u` escape always may."""
+    return b"\\u" in line or _SCRUB_RAW_GATE.search(line) is not None
+
+
 def scrub_text(text: str, depth: int = 0) -> str:
     """A command line or script with each shell word scrubbed as by `scrub_words`; quoting
-    and spacing are kept, a quoted word stays quoted."""
-    spans = _shell_spans(text)
-    words = [_unquote(text[start:end]) for start, end in spans]
-    scrubbed = scrub_words(list(words), depth)
-    if scrubbed == words:
+    and spacing are kept, a quoted word stays quoted.
+
+    Only the words where _SCRUB_GATE matches, and the words their flags or headers make a
+    value, can change; the others are not looked at (splitting a source file or a tool's
+    output into shell words and reading each costs about a millisecond per kilobyte, and
+    such text seldom has anything to scrub: issue 34)."""
+    starts = _gate_starts(text)
+    if not starts:
         return text
-    out, last = [], 0
-    for (start, end), word, new in zip(spans, words, scrubbed, strict=True):
+    spans = _shell_spans(text)
+    out, last, changed = [], 0, False
+    for index, new in _scrub_marked(text, spans, _words_at(spans, starts), depth):
+        start, end = spans[index]
         out.append(text[last:start])
-        original = text[start:end]
-        out.append(original if new == word else _requote(original, str(new)))
-        last = end
+        out.append(_requote(text[start:end], new))
+        last, changed = end, True
+    if not changed:
+        return text
     out.append(text[last:])
     return "".join(out)
+
+
+def _gate_starts(text: str) -> list[int]:
+    """Where _SCRUB_GATE's matches start in `text` (str offsets)."""
+    data = text.encode("utf-8", "surrogatepass")
+    starts = [match.start() for match in _SCRUB_GATE.finditer(data)]
+    if starts and not text.isascii():  # a match starts at an ASCII character: a boundary
+        starts = [len(data[:at].decode("utf-8", "surrogatepass")) for at in starts]
+    return starts
+
+
+def _words_at(spans: list[tuple[int, int]], starts: list[int]) -> list[int]:
+    """The indexes of the words in which a match starts (both lists ascending)."""
+    marked: list[int] = []
+    word = 0
+    for at in starts:
+        while word < len(spans) and spans[word][1] <= at:
+            word += 1
+        if word == len(spans):
+            break
+        if spans[word][0] <= at and (not marked or marked[-1] != word):
+            marked.append(word)
+    return marked
+
+
+def _scrub_marked(
+    text: str, spans: list[tuple[int, int]], marked: list[int], depth: int
+) -> list[tuple[int, str]]:
+    """`scrub_words` over the marked words and the values they announce: the words that
+    change, with their new text. An unmarked word that is no value stays as it is, and
+    announces nothing (every flag, header or name that does is matched by the gate)."""
+    changed: list[tuple[int, str]] = []
+    chosen, index = set(marked), 0
+    for first in marked:
+        if first < index:
+            continue  # read already, as a value announced before it
+        index, expect = first, None
+        while index < len(spans) and (expect is not None or index in chosen):
+            start, end = spans[index]
+            word = _unquote(text[start:end])
+            new = _scrub_value(word, expect, depth) if expect else _scrub_word(word, depth)
+            if new != word:
+                changed.append((index, new))
+            expect = _expectation(word, expect)
+            index += 1
+    return changed
 
 
 def _shell_spans(text: str) -> list[tuple[int, int]]:

@@ -18,7 +18,18 @@ class NotStrict(ValueError):
 
 def strict_loads(data: bytes, named: frozenset[str] = frozenset()) -> Any:
     """Parse JSON as strictly as a receiver that rejects anything doubtful (NotStrict); a
-    duplicate key among `named` is named in the reason, any other is not (it may be content)."""
+    duplicate key among `named` is named in the reason, any other is not (it may be content).
+
+    The common case first (issue 34): a line that orjson reads and writes back byte for byte
+    is compact JSON, UTF-8, with no duplicate key (one would be missing from what is written
+    back), no NaN or infinity and no number orjson cannot hold (it refuses both): exactly
+    what the strict parse below accepts, and the value is the same. It costs a tenth of it."""
+    try:
+        value = orjson.loads(data)
+        if orjson.dumps(value) == data:
+            return value
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+        pass
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

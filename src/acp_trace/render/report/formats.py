@@ -19,7 +19,7 @@ import polars as pl
 from acp_trace.errors import UsageError
 from acp_trace.jsonrpc import id_json, json_bytes
 from acp_trace.render.escape import csv_safe, json_safe
-from acp_trace.render.report.text import format_findings, format_table
+from acp_trace.render.report.text import format_findings, format_losses, format_table, loss_lines
 
 JSON_OPTS = orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
 # Times are taken in nanoseconds: six decimals of a millisecond hold all there is, and rounding
@@ -95,18 +95,20 @@ def check_output(analysis: Any, findings: pl.DataFrame, fmt: str) -> str:
 
     skipped = analysis.skipped
     traces = analysis.traces().filter(~pl.col("trace").is_in(skipped["trace"].implode()))
+    losses = analysis.losses
     if fmt == "text":
-        return format_findings(findings, traces, skipped.height)
+        return format_losses(losses) + format_findings(findings, traces, skipped.height)
     if fmt == "json":
         doc = {
             "findings": rows_json(findings),
             "replays": rows_json(analysis.replays),
             "traces": [{"path": t, "records": n, "malformed": m} for t, n, m in traces.iter_rows()],
             "input_problems": [{"path": t, "problem": p} for t, p in skipped.iter_rows()],
+            "recording_losses": rows_json(losses),
         }
         return _json_text(doc)
     if fmt == "junit":
-        return junit(findings, traces, skipped)
+        return junit(findings, traces, skipped, losses)
     raise UsageError(f"--format {fmt}: expected text, json or junit")
 
 
@@ -115,10 +117,17 @@ def _json_text(doc: Any) -> str:
     return json_bytes(doc, indent=True).decode()
 
 
-def junit(findings: pl.DataFrame, traces: pl.DataFrame, skipped: pl.DataFrame | None = None) -> str:
+def junit(
+    findings: pl.DataFrame,
+    traces: pl.DataFrame,
+    skipped: pl.DataFrame | None = None,
+    losses: pl.DataFrame | None = None,
+) -> str:
     """JUnit XML: a testsuite per trace, a testcase per rule and side (the side is the
     testcase's classname: agent, client or both); error findings fail the case. The inputs
-    skipped while reading are skipped testcases of a suite of their own."""
+    skipped while reading are skipped testcases of a suite of their own. What a trace's
+    recording lacks is its suite's `system-err`."""
+    lacking = {} if losses is None else {r["trace"]: r for r in losses.iter_rows(named=True)}
     from acp_trace.analysis.checks import RULES
 
     out = ['<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="acp-trace check">\n']
@@ -132,6 +141,9 @@ def junit(findings: pl.DataFrame, traces: pl.DataFrame, skipped: pl.DataFrame | 
         failing = sum(1 for _, _, f in cases if f.filter(pl.col("severity") == "error").height)
         out.append(f'  <testsuite name={_attr(trace)} tests="{len(cases)}" failures="{failing}">\n')
         out.extend(_testcase(rule_id, side, found) for rule_id, side, found in cases)
+        if trace in lacking:
+            note = "the recording lacks lines: " + "; ".join(loss_lines(lacking[trace]))
+            out.append(f"    <system-err>{_text(note)}</system-err>\n")
         out.append("  </testsuite>\n")
     if skipped is not None and skipped.height:
         out.append(

@@ -14,8 +14,9 @@ from acp_trace.render.plots._common import ms, plural
 from acp_trace.render.plots.gap import with_gap
 from acp_trace.render.plots.latency import PHASES
 from acp_trace.render.report.context import Context, capped
-from acp_trace.render.report.document import Block, Code, Heading, Image, Paragraph
+from acp_trace.render.report.document import Block, Bullets, Code, Heading, Image, Paragraph
 from acp_trace.render.report.facts import overview, source_name
+from acp_trace.render.report.text import loss_lines
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
@@ -143,6 +144,23 @@ def inputs(ctx: Context) -> list[Block]:
             ),
             ctx.table(["file", "problem"], rows, set()),
             *more,
+        ]
+    losses = ctx.a.losses
+    if losses.height:
+        count = losses.height
+        blocks += [
+            Heading(2, "Recordings that lack lines"),
+            Paragraph(
+                f"{count:,} {plural(count, 'trace')} {'lacks' if count == 1 else 'lack'} part of"
+                " the recording: nothing in this report, findings included, can speak of what is"
+                " not there."
+            ),
+            Bullets(
+                [
+                    f"{ctx.trace(r['trace'])}: {'; '.join(loss_lines(r))}"
+                    for r in losses.iter_rows(named=True)
+                ]
+            ),
         ]
     untimed = untimed_traces(ctx.a.timeline)
     if untimed:

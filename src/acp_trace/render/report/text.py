@@ -73,24 +73,7 @@ def _summary_block(row: dict[str, Any]) -> list[str]:
         more = " ..." if row["malformed"] > 20 else ""
         word = "line" if row["malformed"] == 1 else "lines"
         out.append(f"  malformed lines: {row['malformed']} ({word} {lines}{more})\n")
-    if row["lost_records"] or row["dropped"] or row.get("unwritten"):
-        parts = []
-        if row["lost_records"]:
-            gaps = row.get("lost_gaps") or 1
-            parts.append(f"{row['lost_records']} in {plural(gaps, 'gap')}")
-        if row["dropped"]:
-            by = "by the tap" if row["timing"] == "tap" else "from the source"  # or imported
-            parts.append(f"{row['dropped']} dropped {by}")
-        if row.get("unwritten"):
-            parts.append(f"{row['unwritten']} not written (the trace could not take them)")
-        out.append(f"  lost records: {'; '.join(parts)}\n")
-    if row.get("ended") == "no exit":
-        out.append(
-            "  incomplete: no `exit` event (the recorder was killed or the trace was cut short);"
-            " lines after its last record are not accounted for\n"
-        )
-    elif row.get("ended") == "unbalanced":
-        out.append("  the recorder's account does not add up: lines may be missing silently\n")
+    out += [f"  {line}\n" for line in loss_lines(row)]
     out += _tap_problem_lines(row)
     for title, key in (("methods", "by_method"), ("updates", "by_update_kind")):
         if row[key]:
@@ -130,6 +113,44 @@ def _counts(findings: pl.DataFrame) -> str:
     return (
         f"{plural(counts['error'], 'error')}, {plural(counts['warning'], 'warning')}, {info} info"
     )
+
+
+def loss_lines(row: dict[str, Any]) -> list[str]:
+    """What a trace's recording lacks (a row of `summarize` or `losses`), one line each."""
+    out: list[str] = []
+    if row["lost_records"] or row["dropped"] or row.get("unwritten"):
+        parts = []
+        if row["lost_records"]:
+            gaps = row.get("lost_gaps") or 1
+            parts.append(f"{row['lost_records']:,} in {plural(gaps, 'gap')}")
+        if row["dropped"]:
+            by = "by the tap" if row.get("timing", "tap") == "tap" else "from the source"
+            parts.append(f"{row['dropped']:,} dropped {by}")  # `from the source`: imported
+        if row.get("unwritten"):
+            parts.append(f"{row['unwritten']:,} not written (the trace could not take them)")
+        out.append(f"lost records: {'; '.join(parts)}")
+    if row.get("ended") == "no exit":
+        out.append(
+            "incomplete: no `exit` event (the recorder was killed or the trace was cut short);"
+            " lines after its last record are not accounted for"
+        )
+    elif row.get("ended") == "unbalanced":
+        out.append("the recorder's account does not add up: lines may be missing silently")
+    return out
+
+
+def format_losses(losses: pl.DataFrame) -> str:
+    """`check`'s note on traces whose recording lacks lines: what each lacks, and that no
+    finding can be made about what is not there."""
+    if not losses.height:
+        return ""
+    out = [
+        f"{plural(losses.height, 'trace')} lack{'s' if losses.height == 1 else ''} part of "
+        "the recording (no finding can be made about what is not there):\n"
+    ]
+    for row in losses.iter_rows(named=True):
+        out.append(f"  {terminal(row['trace'])}: {'; '.join(loss_lines(row))}\n")
+    return "".join(out)
 
 
 def format_findings(findings: pl.DataFrame, traces: pl.DataFrame, skipped: int = 0) -> str:
