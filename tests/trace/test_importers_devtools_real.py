@@ -122,7 +122,7 @@ def test_a_killed_capture_is_imported_with_what_it_lacks() -> None:
     assert (dropped["seq"], dropped["count"], dropped["stream"]) == (41, 7758, None)
     assert [r.get("cause") for r in records[1:] if r.get("event") == "error"] == ["capture"] * 3
     trimmed, unanswered, endless = head["warnings"]
-    assert trimmed.startswith("7758 messages of the capture are not in the export: ")
+    assert trimmed.startswith("7,758 messages of the capture are not in the export: ")
     assert "seq skips 41 to 7798" in trimmed
     assert unanswered.startswith("1 request without a response in the capture: seq 3")
     assert endless.startswith("the capture has no end (session.endedAt is null)")
@@ -139,7 +139,7 @@ def test_the_cli_warns_of_what_a_capture_lacks(cli: Cli, tmp_path: Path) -> None
     assert "the capture has no end" in done.err
     summary = cli("summary", str(KILLED), width=None)
     assert summary.code == 0 and "1 request without a response in the capture" in summary.out
-    assert "  lost records: 7758 dropped from the source\n" in summary.out
+    assert "  lost records: 7,758 dropped from the source\n" in summary.out
     assert "  importer error at seq 63: 1 request without" in summary.out
     for args in (["--from", "acp-devtools"], []):
         assert cli("check", *args, str(KILLED)).code in (0, 1)

@@ -210,7 +210,8 @@ def _finish(builder: TraceBuilder, pending: _Pending, end_ns: int | None, end: i
             else ""
         )
         warnings.append(
-            f"{count} message{'s' if count > 1 else ''} of the capture {'are' if count > 1 else 'is'}"
+            f"{count:,} message{'s' if count > 1 else ''} of the capture "
+            f"{'are' if count > 1 else 'is'}"
             f" not in the export: acp-devtools' seq skips {spans}{more} (a `dropped` event "
             "stands at each gap)"
         )
