@@ -140,6 +140,7 @@ def workspace(folder: Path) -> Path:
         "inspector-export.jsonl": "inspector.jsonl",
         "conductor.jsons": "conductor.jsons",
         "capture.ndjson": "bare.ndjson",
+        "acp-devtools-session.json": "acp-devtools-0.4.0-claude-v1.pretty.json",
     }.items():
         shutil.copy(imports / source, folder / name)
     return folder

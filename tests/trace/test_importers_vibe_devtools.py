@@ -86,7 +86,9 @@ def test_devtools_export_is_one_trace_in_seq_order_with_ms_times() -> None:
         ("agent", 41_000_000),
         ("agent", 42_000_000),
         ("agent", 1_500_000_000),
+        ("tap", 2_000_000_000),  # endedAt: the proxy saw the agent exit
     ]
+    assert records[-1]["event"] == "exit" and records[-1]["code"] is None
     assert records[3]["text"] == "[agent] not json"
     assert records[5]["msg"] == {"jsonrpc": "2.0", "id": 1, "result": {}}
 

@@ -113,7 +113,7 @@ def _summary_row(trace: str, part: pl.DataFrame, conn: Connection) -> tuple[Any,
     )
 
 
-LOSS_COLUMNS = ("trace", "lost_records", "lost_gaps", "dropped", "unwritten", "ended")
+LOSS_COLUMNS = ("trace", "timing", "lost_records", "lost_gaps", "dropped", "unwritten", "ended")
 
 
 def losses(summary: pl.DataFrame) -> pl.DataFrame:

@@ -32,6 +32,7 @@ def import_(
     Imported traces hold message contents: they are written 0600 (new directories 0700).
     """
     from acp_trace.cli.targets import side_note
+    from acp_trace.cli.terminal import warn
     from acp_trace.errors import UsageError
     from acp_trace.files import (
         check_directory_target,
@@ -60,3 +61,5 @@ def import_(
         )
         records = counted(facts["records"], "record")
         side_note(f"{name} -> {target}: {records}, {facts['timing']}{notes}\n", output)
+        for warning in facts["warnings"]:
+            warn(f"{name}: {warning}")

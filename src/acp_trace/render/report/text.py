@@ -85,8 +85,9 @@ def _summary_block(row: dict[str, Any]) -> list[str]:
 
 def _tap_problem_lines(row: dict[str, Any]) -> list[str]:
     """The recorder's errors and kills, and a trace removed while recording, one line each."""
+    who = "recorder" if row.get("timing") in ("tap", None) else "importer"  # an imported trace
     lines = [
-        f"  recorder error at seq {e['seq']}: {terminal(e['message'])}\n"
+        f"  {who} error at seq {e['seq']}: {terminal(e['message'])}\n"
         for e in row.get("tap_errors") or []
     ]
     lines += [
@@ -125,7 +126,8 @@ def loss_lines(row: dict[str, Any]) -> list[str]:
             gaps = row.get("lost_gaps") or 1
             parts.append(f"{count(row['lost_records'])} in {counted(gaps, 'gap')}")
         if row["dropped"]:
-            parts.append(f"{count(row['dropped'])} dropped by the tap")
+            by = "by the tap" if row.get("timing", "tap") == "tap" else "from the source"
+            parts.append(f"{count(row['dropped'])} dropped {by}")  # `from the source`: imported
         if row.get("unwritten"):
             parts.append(f"{count(row['unwritten'])} not written (the trace could not take them)")
         out.append(f"lost records: {'; '.join(parts)}")

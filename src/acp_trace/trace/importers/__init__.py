@@ -232,10 +232,15 @@ _TAP_RECORD = re.compile(rb'\{"seq":\d+,"t_ns":(?:null|-?\d+),"src":"tap"')
 
 
 def header_summary(lines: list[bytes]) -> dict[str, Any]:
-    """The counts a person wants after an import: records, unconverted, ambiguous."""
+    """The counts a person wants after an import: records, unconverted, ambiguous, and the
+    importer's warnings (what the capture evidently lacks: header `warnings`)."""
     head = loads(lines[0]) if lines else {}
     unconverted = head.get("unconverted")
+    warnings = head.get("warnings")
     return {
+        "warnings": [w for w in warnings if isinstance(w, str)]
+        if isinstance(warnings, list)
+        else [],
         "records": sum(1 for line in lines[1:] if not _TAP_RECORD.match(line)),
         "unconverted": unconverted if type(unconverted) is int else 0,
         "ambiguous": len(header_items(head, "ambiguous")),
