@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_tap
 from bench_tap import AGENT, BASELINE, variants, wrap
-from benchlib import Figure, median, report, rounds
+from benchlib import Figure, load_figure, median, report, rounds
 from echo_agent import READY, RESPONSE
 from replay_history import write as write_history
 
@@ -147,14 +147,7 @@ def main(argv: list[str] | None = None) -> int:
             "",
             f"{lines} lines; every line recorded or counted: {counted}; at most {most} dropped",
         ),
-        Figure(
-            "load average before / after",
-            raw["load_before"][0],
-            "-",
-            None,
-            "",
-            f"after {raw['load_after'][0]:.2f}; 1-minute averages on {os.cpu_count()} cores",
-        ),
+        load_figure(raw["load_before"][0], raw["load_after"][0]),
     ]
     report("replay", figures, {"raw": raw}, args.json)
     return 0

@@ -52,7 +52,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import Figure, median, percentile, python, report, rounds
+from benchlib import Figure, load_figure, median, percentile, python, report, rounds
 from echo_agent import burst_lines
 from pingpong_client import Peer, ping_line
 
@@ -482,16 +482,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     raw["load_after"] = os.getloadavg()
-    figures.append(
-        Figure(
-            "load average before / after",
-            raw["load_before"][0],
-            "-",
-            None,
-            "",
-            f"after {raw['load_after'][0]:.2f}; 1-minute averages on {os.cpu_count()} cores",
-        )
-    )
+    figures.append(load_figure(raw["load_before"][0], raw["load_after"][0]))
     report("tap", figures, {"raw": raw}, args.json)
     return 0
 

@@ -122,6 +122,12 @@ class Figure:
     note: str = ""
 
 
+def load_figure(before: float, after: float) -> Figure:
+    """The machine's 1-minute load average before and after a run, as a figure without target."""
+    note = f"after {after:.2f}; 1-minute averages on {os.cpu_count()} cores"
+    return Figure("load average before / after", before, "-", None, "", note)
+
+
 def report(
     title: str, figures: Iterable[Figure], extra: dict[str, Any], json_out: str | None
 ) -> None:
