@@ -28,6 +28,7 @@ ORDER = [
     "report",
     "plot",
     "export",
+    "compact",
     "import",
     "mcp",
     "demo",
