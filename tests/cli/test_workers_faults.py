@@ -22,7 +22,6 @@ from pathlib import Path
 import pytest
 
 from fleetgen import write_traces
-from scripts.taprun import children
 from tracebuilder import TraceBuilder
 
 HANG = 120.0  # seconds: a hang guard, never a target
@@ -34,7 +33,6 @@ from acp_trace.trace import handoff
 handoff.SHARED_MEMORY = sys.argv.pop(1)
 sys.argv[0] = "acp-trace"
 from acp_trace.cli import main
-from scripts.taprun import children
 main()
 """
 COMMANDS = {  # the outputs go to OUT (a folder, or a file in it)
@@ -70,7 +68,7 @@ class Run:
     def descendants(self) -> set[int]:
         found, todo = set(), [self.proc.pid]
         while todo:
-            for child in children(todo.pop()):
+            for child in _children(todo.pop()):
                 found.add(child)
                 todo.append(child)
         self.seen |= found
@@ -128,6 +126,19 @@ def start(traces: Path, work: Path, command: str) -> Run:
             env=env,
         )
     return Run(proc, work, set())
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] not in (b"Z", b"X"):
+            found.append(int(entry))
+    return found
 
 
 def _open_files(pid: int) -> Iterator[str]:
