@@ -55,7 +55,13 @@ from acp_trace.record.secrets import (
     may_scrub_raw,
     scrub_words,
 )
-from acp_trace.record.strict_json import NotStrict, dumps, strict_loads, top_level_scalars
+from acp_trace.record.strict_json import (
+    NotStrict,
+    dumps,
+    strict_loads,
+    top_level_scalars,
+    writes_back,
+)
 from acp_trace.trace.format import encode_payload, encode_text
 
 __all__ = ["REDACTED", "RedactionPolicy", "Redactor", "line_payload", "redact_command"]
@@ -143,20 +149,20 @@ class Redactor:
         hits = self._hits(line, src)
         stripped = line.strip(b" \t\r")
         content = self.content and redact_content.may_hold(line)
-        value: Any = None
+        value: Any = _UNREAD
         if hits == _META_ONLY:
             value = _fast_loads(stripped)
             if _inert_meta(value, line, stripped):
                 hits = _NO_HITS
         if hits & _MESSAGE_NAMES:
             return self._exact(line, stripped, src, hits, content=content)
-        if value is None:
+        if value is _UNREAD:
             value = _fast_loads(stripped)
         if content and value is _NOT_JSON and _escaped_json(stripped):
             return self._exact(line, stripped, src, hits, content=True)
         if content and _is_rpc(value) and (changes := redact_content.redactions(value)):
             return self._exact(line, stripped, src, hits, content=True, changes=changes)
-        if isinstance(value, dict) and "id" not in value and isinstance(value.get("method"), str):
+        if _is_notification(value):
             return b'"msg":' + stripped  # a notification: the common case, nothing to pair
         if _is_rpc(value):
             if self._answers_form(value, src):
@@ -363,6 +369,11 @@ def _compile(pattern: str) -> re.Pattern[bytes]:
 
 
 _META_ONLY = frozenset({"_meta"})
+_UNREAD = object()  # the line not parsed yet (None is JSON's null)
+
+
+def _is_notification(value: Any) -> bool:
+    return isinstance(value, dict) and "id" not in value and isinstance(value.get("method"), str)
 
 
 def _inert_meta(value: Any, line: bytes, stripped: bytes) -> bool:
@@ -372,16 +383,9 @@ def _inert_meta(value: Any, line: bytes, stripped: bytes) -> bool:
     orjson writes back byte for byte (what the strict parse accepts, strict_json.py), and
     no text of it can be changed (`may_scrub_raw`: no credential name, URL or `-h`/`-u`
     flag anywhere in the line; `env`, `headers` and `args` keys are needles of their own)."""
-    if not (isinstance(value, dict) and "id" not in value and isinstance(value.get("method"), str)):
+    if not _is_notification(value):
         return False
-    return not may_scrub_raw(line) and _writes_back(value, stripped)
-
-
-def _writes_back(value: Any, stripped: bytes) -> bool:
-    try:
-        return orjson.dumps(value) == stripped
-    except orjson.JSONEncodeError:
-        return False
+    return not may_scrub_raw(line) and writes_back(value, stripped)
 
 
 def _escaped_json(stripped: bytes) -> bool:
