@@ -69,8 +69,8 @@ def record(
         int,
         typer.Option(
             min=1,
-            help="Bytes of traffic waiting for the trace writer before records are dropped"
-            " (and counted).",
+            help="Bytes of traffic that may wait in memory for the trace writer (a 256 MiB"
+            " ring and the writer's backlog) before records are dropped (and counted).",
         ),
     ] = DEFAULT_QUEUE_BYTES,
 ) -> None:

@@ -15,8 +15,6 @@ the previous copy readable); the tap reads it (`read`) when it must finish in it
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from acp_trace.quantities import count
 from acp_trace.record.ring import STATE_AT, STATE_INDEX, Ring, fence
 
@@ -24,41 +22,85 @@ STREAMS = ("client", "agent", "stderr")
 COUNTS = ("lines", "recorded", "dropped", "unwritten", "bytes")
 
 
-@dataclass
 class StreamAccount:
     """One stream's numbers; `skipping` and `pending` are the writer's state of the line it is
-    in (the rest of a line whose start was dropped; the start of an unfinished line)."""
+    in (the rest of a line whose start was dropped; the start of an unfinished line). A plain
+    class: the writer publishes its state before it has imported `dataclasses` (backlog.py)."""
 
-    lines: int = 0
-    recorded: int = 0
-    dropped: int = 0
-    unwritten: int = 0
-    bytes: int = 0
-    skipping: bool = False
-    pending: bool = False
+    __slots__ = (*COUNTS, "pending", "skipping")
+
+    def __init__(
+        self,
+        lines: int = 0,
+        recorded: int = 0,
+        dropped: int = 0,
+        unwritten: int = 0,
+        bytes: int = 0,
+        skipping: bool = False,
+        pending: bool = False,
+    ) -> None:
+        self.lines, self.recorded, self.dropped, self.unwritten = lines, recorded, dropped, unwritten
+        self.bytes, self.skipping, self.pending = bytes, skipping, pending
 
     def counts(self) -> dict[str, int]:
         return {name: getattr(self, name) for name in COUNTS}
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StreamAccount):
+            return NotImplemented
+        return all(getattr(self, n) == getattr(other, n) for n in self.__slots__)
 
-@dataclass
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__)
+        return f"StreamAccount({fields})"
+
+
 class WriterState:
     """What the writer had written when it last published: the trace's whole records end at
     byte `good` (a regular file), the last one has `seq` and `t`; it had taken the ring up to
-    `taken` (offset `taken_at`); `stopped` when its trace takes nothing more."""
+    `taken` (offset `taken_at`); `stopped` when its trace takes nothing more; the frames it
+    had moved to its backlog and not yet encoded lie between `backlog_start` and
+    `backlog_end` of the backlog file (backlog.py)."""
 
-    good: int = 0
-    seq: int = 0
-    t: int = 0
-    taken: int = 0
-    taken_at: int = 0
-    stopped: bool = False
-    streams: dict[str, StreamAccount] = field(
-        default_factory=lambda: {src: StreamAccount() for src in STREAMS}
+    __slots__ = (
+        "backlog_end",
+        "backlog_start",
+        "good",
+        "seq",
+        "stopped",
+        "streams",
+        "t",
+        "taken",
+        "taken_at",
     )
 
+    def __init__(
+        self,
+        good: int = 0,
+        seq: int = 0,
+        t: int = 0,
+        taken: int = 0,
+        taken_at: int = 0,
+        stopped: bool = False,
+        backlog_start: int = 0,
+        backlog_end: int = 0,
+        streams: dict[str, StreamAccount] | None = None,
+    ) -> None:
+        self.good, self.seq, self.t, self.taken, self.taken_at = good, seq, t, taken, taken_at
+        self.stopped, self.backlog_start, self.backlog_end = stopped, backlog_start, backlog_end
+        self.streams = {src: StreamAccount() for src in STREAMS} if streams is None else streams
 
-_HEAD = 6  # good, seq, t, taken, taken_at, stopped
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, WriterState):
+            return NotImplemented
+        return all(getattr(self, n) == getattr(other, n) for n in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was
+
+
+_HEAD = 8  # good, seq, t, taken, taken_at, stopped, backlog_start, backlog_end
 _PER_STREAM = len(COUNTS) + 2
 
 
@@ -67,7 +109,16 @@ def publish(ring: Ring, state: WriterState) -> None:
     current = ring.ctl[STATE_INDEX]
     at = STATE_AT[0 if current == 2 else 1]
     ctl = ring.ctl
-    head = (state.good, state.seq, state.t, state.taken, state.taken_at, int(state.stopped))
+    head = (
+        state.good,
+        state.seq,
+        state.t,
+        state.taken,
+        state.taken_at,
+        int(state.stopped),
+        state.backlog_start,
+        state.backlog_end,
+    )
     for i, value in enumerate(head):
         ctl[at + i] = value
     at += _HEAD
@@ -89,8 +140,8 @@ def read(ring: Ring) -> WriterState | None:
     if index not in (1, 2):
         return None
     ctl, at = ring.ctl, STATE_AT[index - 1]
-    good, seq, t, taken, taken_at, stopped = (ctl[at + i] for i in range(_HEAD))
-    state = WriterState(good, seq, t, taken, taken_at, bool(stopped))
+    good, seq, t, taken, taken_at, stopped, start, end = (ctl[at + i] for i in range(_HEAD))
+    state = WriterState(good, seq, t, taken, taken_at, bool(stopped), start, end)
     at += _HEAD
     for src in STREAMS:
         acc = state.streams[src]

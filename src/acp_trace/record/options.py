@@ -10,7 +10,7 @@ from collections import namedtuple
 from pathlib import Path
 
 DEFAULT_GRACE = 3.0
-DEFAULT_QUEUE_BYTES = 256 << 20
+DEFAULT_QUEUE_BYTES = 1 << 30  # the ring's 256 MiB and the writer's backlog (backlog.py)
 DEFAULT_MAX_RECORD_BYTES = 64 << 20
 
 

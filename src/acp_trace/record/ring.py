@@ -19,6 +19,17 @@ chunk is dropped and counted per stream (bytes, newlines, whether it ended a lin
 next frame that fits is preceded by a GAP frame that lets the writer count the lost lines.
 The last RESERVE bytes of the ring are kept for tap events and gaps, so a ring full of
 traffic still takes the events that say what happened.
+
+The ring is kept warm (issue 34): a page written for the first time costs a page fault, about
+a millisecond per MiB on a VM, as much as forwarding that MiB. So the producer goes back to
+offset 0 once it is past WARM bytes, if the writer has nearly caught up (at most WRAP_BEHIND
+bytes of frames wait): a writer that keeps up (or moves what waits to its backlog,
+backlog.py) keeps the pumps on the same WARM bytes of memory. A writer further behind lets
+the frames go on into the rest of the ring, as before. Until the writer has taken the WRAP,
+the frames have the WARM bytes before it (less what waited): a writer stalled right after an
+early wrap has the pumps drop (and count) after about 60 MiB rather than the whole ring's
+256, which is what WARM trades against the page faults. Rings under 2 x WARM do not wrap
+early.
 """
 
 from __future__ import annotations
@@ -42,13 +53,18 @@ SOURCES = ("client", "agent", "stderr", "tap")
 SRC = {name: code for code, name in enumerate(SOURCES)}
 RESERVE = 64 << 10
 MIN_RING = 1 << 20
+RING_BYTES = 256 << 20  # the ring's share of --queue-bytes; the writer's backlog has the rest
+WARM = 64 << 20  # the offset past which the producer goes back to 0 when the writer keeps up
+WRAP_BEHIND = 4 << 20  # ... that is, when at most this many bytes of frames wait
+WAKE_AT = 1 << 20  # bytes waiting that wake a sleeping writer
 CONTROL = mmap.PAGESIZE
 
 # The control page, as 64-bit slots: the two counters, the offset that goes with TAKEN, what
 # the tap tells its writer (whether the agent was reaped) and what the writer tells the tap
 # (records written, not written after a failure, dropped from a full ring; whether it is done;
-# where its messages end).
+# where its messages end), and the bytes the producer's WRAPs skipped (counted in PUT too).
 PUT, TAKEN, TAKEN_AT, AGENT_REAPED, WRITTEN, LOST, DROPPED, WRITER_DONE, MESSAGES_END = range(9)
+SKIPPED = 9
 # The writer's account so far (writer_state.py): two copies, and which one is whole.
 STATE_INDEX, STATE_AT = 15, (16, 64)
 MESSAGES_AT = 1024  # bytes: messages from the writer (length, then UTF-8), to the page's end
@@ -147,10 +163,13 @@ class RingWriter:
         self.prefault_at = 1 << 62  # the offset past which to set `prefault` (ring_memory.py)
         self.prefault: threading.Event | None = None
         self.limit = ring.size  # frames end before it (lowered while memory is given back)
+        self.warm = WARM if ring.size >= 2 * WARM else ring.size  # early wraps past it
+        self.edge = min(self.limit, self.warm)  # the fast path's end: frames end before it
         self.touched = 0  # the highest offset written: the pages that may be resident
         self._offset = 0
         self._put = 0
         self._last_t = 0
+        self._skipped = 0  # bytes skipped by WRAPs, published in SKIPPED
         self._gaps: dict[int, list[int]] = {}
         self._wake_fd = wake_fd
         self._woke = False
@@ -170,7 +189,7 @@ class RingWriter:
             size = ring.size
             used = put - ring.ctl[TAKEN]
             end = offset + need
-            if self._gaps or end + HEADER.size > self.limit or used + need + RESERVE > size:
+            if self._gaps or end + HEADER.size > self.edge or used + need + RESERVE > size:
                 self._chunk_slowly(code, t, data)
                 return
             if t < self._last_t:  # seq order is t order, whatever the races for the lock
@@ -187,9 +206,12 @@ class RingWriter:
                 self.touched = end
             if end > self.prefault_at and self.prefault is not None:
                 self.prefault.set()
-            if used + need > size >> 2 and not self._woke:
-                self._woke = True
-                self.wake()
+            if used + need > WAKE_AT:
+                if not self._woke:
+                    self._woke = True
+                    self.wake()
+            elif self._woke:
+                self._woke = False
 
     def _chunk_slowly(self, code: int, t: int, data: bytes) -> None:
         gaps = len(self._gaps) * (HEADER.size + GAP.size)
@@ -270,11 +292,12 @@ class RingWriter:
 
     def _frame(self, kind: int, code: int, t: int, payload: bytes, keep: int) -> bool:
         """Write one frame if it fits with `keep` bytes to spare; publish it."""
-        ring, size = self._ring, self._ring.size
+        ring = self._ring
         need = HEADER.size + len(payload)
         if not self._fits(need, keep):
             return False
-        if self._offset + need + HEADER.size > self.limit:
+        end = self._offset + need + HEADER.size
+        if end > self.limit or (end > self.edge and self._may_wrap_early(need, keep)):
             self._wrap()
         offset = self._offset
         t = self._last_t = max(t, self._last_t)  # seq order is t order, whatever the races
@@ -285,17 +308,28 @@ class RingWriter:
         self._put += need
         fence()
         ring.ctl[PUT] = self._put
-        if not self._woke and self._put - ring.ctl[TAKEN] > size // 4:
-            self._woke = True
-            self.wake()
-        elif self._woke and self._put - ring.ctl[TAKEN] < size // 8:
+        if self._put - ring.ctl[TAKEN] > WAKE_AT:
+            if not self._woke:
+                self._woke = True
+                self.wake()
+        elif self._woke:
             self._woke = False
         return True
+
+    def _may_wrap_early(self, need: int, keep: int) -> bool:
+        """Whether to go back to offset 0 before the ring's end: the writer has nearly caught
+        up, so the warm pages at the start will be free long before the frames reach them."""
+        used = self._put - self._ring.ctl[TAKEN]
+        skip = self._ring.size - self._offset
+        return used <= WRAP_BEHIND and skip + need + keep <= self._ring.size - used
 
     def _wrap(self) -> None:
         """Go on at offset 0; the WRAP header tells the reader (under the lock)."""
         HEADER.pack_into(self._ring.data, self._offset, 0, WRAP, 0, 0, 0)
-        self._put += self._ring.size - self._offset
+        skip = self._ring.size - self._offset
+        self._skipped += skip
+        self._ring.ctl[SKIPPED] = self._skipped  # before PUT, which counts the skip too
+        self._put += skip
         self._offset = 0
 
     # ------------------------------------------------------------ giving memory back
@@ -308,6 +342,7 @@ class RingWriter:
             if self._put != self._ring.ctl[TAKEN] or self.touched <= keep:
                 return None
             self.limit = keep
+            self.edge = min(keep, self.warm)
             if self._offset + HEADER.size > keep:
                 self._wrap()
                 fence()
@@ -320,6 +355,7 @@ class RingWriter:
             if trimmed:
                 self.touched = max(keep, self._offset)
             self.limit = self._ring.size
+            self.edge = min(self.limit, self.warm)
 
     def offset(self) -> int:
         return self._offset

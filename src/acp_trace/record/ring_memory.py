@@ -28,7 +28,7 @@ MADV_POPULATE_WRITE = 23
 STEP = 2 << 20
 LEAD = 8 << 20
 AFTER = 1 << 20  # no faulting ahead before this much traffic (a short session needs none)
-KEEP = 8 << 20
+KEEP = 16 << 20  # of the WARM bytes (ring.py) that a writer keeping up has the pumps reuse
 IDLE = 2.0
 
 

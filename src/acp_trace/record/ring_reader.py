@@ -12,6 +12,7 @@ from acp_trace.record.ring import (
     GAP_KIND,
     HEADER,
     PUT,
+    SKIPPED,
     SOURCES,
     TAKEN,
     TAKEN_AT,
@@ -30,10 +31,25 @@ class RingReader:
         self._ring = ring
         self._taken = ring.ctl[TAKEN] if taken is None else taken
         self._offset = ring.ctl[TAKEN_AT] if offset is None else offset
+        self._skipped = 0  # bytes of WRAP skips taken (see `waiting`; the writer starts at 0)
 
     def pending(self) -> int:
         """Bytes put and not yet taken."""
         return self._ring.ctl[PUT] - self._taken
+
+    def waiting(self) -> int:
+        """Bytes of frames put and not yet taken: `pending` without the space a WRAP skips
+        (about: PUT and SKIPPED are two loads; PUT first, so a skip is never counted twice)."""
+        put = self._ring.ctl[PUT]
+        fence()
+        return max(0, put - self._ring.ctl[SKIPPED] - (self._taken - self._skipped))
+
+    def mark(self) -> tuple[int, int, int]:
+        """Where the reader is, for `restore` (frames taken but not released are not lost)."""
+        return self._taken, self._offset, self._skipped
+
+    def restore(self, mark: tuple[int, int, int]) -> None:
+        self._taken, self._offset, self._skipped = mark
 
     def offset(self) -> int:
         """The ring offset of the next frame."""
@@ -66,6 +82,36 @@ class RingReader:
             self._taken += HEADER.size + length
             yield Frame(kind, SOURCES[code], t, data)
 
+    def spans(self, budget: int) -> Iterator[memoryview]:
+        """The frames put so far, up to about `budget` bytes, as runs of whole frames
+        back to back in the ring (WRAPs left out): what the writer moves to its backlog
+        as they are. The views are valid until `release`."""
+        ring, size = self._ring, self._ring.size
+        end = ring.ctl[PUT]
+        fence()
+        start, run = self._taken, -1
+        while self._taken < end and self._taken - start < budget:
+            left = size - self._offset
+            kind = WRAP if left < HEADER.size else ring.data[self._offset + 4]
+            if kind == WRAP:
+                if run >= 0:
+                    yield ring.data[run : self._offset]
+                    run = -1
+                self._skip(left)
+                continue
+            length = int.from_bytes(ring.data[self._offset : self._offset + 4], "little")
+            if not CHUNK <= kind <= CLOSE or length > size - self._offset - HEADER.size:
+                raise ValueError(f"the ring holds no frame at offset {self._offset}")
+            if run < 0:
+                run = self._offset
+            self._offset += HEADER.size + length
+            self._taken += HEADER.size + length
+            if self._offset == size:
+                yield ring.data[run:size]
+                run, self._offset = -1, 0
+        if run >= 0:
+            yield ring.data[run : self._offset]
+
     def release(self) -> None:
         """Give the space of the frames taken back to the producer."""
         fence()
@@ -75,6 +121,7 @@ class RingReader:
     def _skip(self, count: int) -> None:
         self._offset = 0
         self._taken += count
+        self._skipped += count
 
 
 def unread_lines(ring: Ring) -> int:

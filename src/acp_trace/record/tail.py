@@ -3,7 +3,8 @@ the writer died): the account of what was not written still reaches the trace.
 
 The writer publishes, after each write, where its whole records end and its account so far
 (account.py). The tap cuts the trace back to that point (a killed writer may have left part
-of a line after it), counts the lines of the frames the writer had not taken, as the writer
+of a line after it), counts the lines of the frames the writer had not taken (those it had
+moved to its backlog first, backlog.py, then those still in the ring), as the writer
 would have (a line is counted at its newline or at its stream's end), and appends the tap
 events among them (`eof`, `exit`, ...), an `error` event (cause `writer`) that says why, and
 the `account`. Only a regular trace is finished so; a FIFO or a device that took nothing more
@@ -13,13 +14,15 @@ would not take these lines either: the account goes to stderr only.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 
 from acp_trace.record import account
 from acp_trace.record.account import StreamAccount, WriterState
-from acp_trace.record.ring import CHUNK, CLOSE, END, EVENT, GAP_KIND, Ring
+from acp_trace.record.backlog import read_frames
+from acp_trace.record.ring import CHUNK, CLOSE, END, EVENT, GAP_KIND, Frame, Ring
 from acp_trace.record.ring_reader import RingReader
 
 
@@ -39,34 +42,51 @@ class Tail:
         return sum(acc.unwritten for acc in self.streams.values())
 
 
-def count_unread(ring: Ring, t0: int, gaps: list[tuple[str, int, int, bool]]) -> Tail:
-    """The writer's last published state plus the frames it had not taken (and `gaps`: the
-    chunks dropped after the last frame that went in), every stream then ended."""
+def count_unread(
+    ring: Ring, t0: int, gaps: list[tuple[str, int, int, bool]], backlog_fd: int | None = None
+) -> Tail:
+    """The writer's last published state plus the frames it had not taken, from its backlog
+    (`backlog_fd`) and then the ring (and `gaps`: the chunks dropped after the last frame
+    that went in), every stream then ended."""
     tail = Tail(account.read(ring) or WriterState())
+    state = tail.state
+    closed = False
+    if backlog_fd is not None and state.backlog_end > state.backlog_start:
+        try:
+            backlog = read_frames(backlog_fd, state.backlog_start, state.backlog_end)
+            closed = _count(tail, (frame for frame, _after in backlog), t0)
+        except (OSError, ValueError):  # the writer wrote those frames whole: not expected
+            pass
+    if not closed:
+        with suppress(ValueError):  # a frame torn by the stopped writer's last release
+            _count(tail, RingReader(ring, state.taken, state.taken_at).frames(ring.size), t0)
     streams = tail.streams
-    try:
-        for frame in RingReader(ring, tail.state.taken, tail.state.taken_at).frames(ring.size):
-            if frame.kind == CLOSE:
-                break
-            if frame.kind == EVENT:
-                tail.events.append((max(frame.t - t0, 0), frame.event()))
-                continue
-            acc = streams.get(frame.src)
-            if acc is None:
-                continue
-            if frame.kind == CHUNK:
-                _chunk(acc, frame.data)
-            elif frame.kind == GAP_KIND:
-                _gap(acc, *frame.gap())
-            elif frame.kind == END:
-                _end(acc)
-    except ValueError:  # a frame torn by the stopped writer's last release: count no further
-        pass
     for src, lost, newlines, ended in gaps:
         _gap(streams[src], lost, newlines, ended)
     for acc in streams.values():
         _end(acc)
     return tail
+
+
+def _count(tail: Tail, frames: Iterator[Frame], t0: int) -> bool:
+    """Count `frames` into `tail`; True when they reached the recording's CLOSE."""
+    streams = tail.streams
+    for frame in frames:
+        if frame.kind == CLOSE:
+            return True
+        if frame.kind == EVENT:
+            tail.events.append((max(frame.t - t0, 0), frame.event()))
+            continue
+        acc = streams.get(frame.src)
+        if acc is None:
+            continue
+        if frame.kind == CHUNK:
+            _chunk(acc, frame.data)
+        elif frame.kind == GAP_KIND:
+            _gap(acc, *frame.gap())
+        elif frame.kind == END:
+            _end(acc)
+    return False
 
 
 def _chunk(acc: StreamAccount, data: bytes) -> None:

@@ -74,7 +74,7 @@ class _Tap:
             self.proc = proc = spawn_agent(self.options.command)
             assert proc.stdin and proc.stdout and proc.stderr
             from acp_trace.record.pump import Pump
-            from acp_trace.record.ring import Ring, RingWriter
+            from acp_trace.record.ring import RING_BYTES, Ring, RingWriter
             from acp_trace.record.ring_memory import RingMemory
             from acp_trace.record.writer_process import start_writer
 
@@ -82,8 +82,11 @@ class _Tap:
                 self.warn(problem)
             if self.target.notice:
                 self.warn(self.target.notice)
-            self.ring = ring = Ring(self.options.queue_bytes)
-            self.writer = start_writer(ring, self.target, proc, self.options, self._writer_main)
+            queue = self.options.queue_bytes
+            self.ring = ring = Ring(min(queue, RING_BYTES))
+            self.writer = start_writer(
+                ring, self.target, proc, self.options, self._writer_main, queue - ring.size
+            )
             self.out = out = RingWriter(ring, self.writer.wake_fd)
             self.memory = RingMemory(ring, out, out.wake)
             self.memory.start()
@@ -123,18 +126,39 @@ class _Tap:
             "max_record_bytes": options.max_record_bytes,
         } | ({"redacted": redacted} if redacted else {})
 
-    def _writer_main(self, ring: Ring, target: TraceTarget, wake_fd: int, dog: Watchdog) -> None:
+    def _writer_main(
+        self,
+        ring: Ring,
+        target: TraceTarget,
+        wake_fd: int,
+        dog: Watchdog,
+        backlog: tuple[int, int] | None,
+    ) -> None:
         """The writer process's work (it imports the encoders; the tap never does)."""
+        from acp_trace.record.backlog import Backlog, keep_up
+        from acp_trace.record.ring_reader import RingReader
         from acp_trace.record.writer_process import import_gently
 
-        import_gently("acp_trace.record.writer", "acp_trace.trace.format")
+        reader, pool = RingReader(ring), Backlog(*backlog) if backlog else None
+        meanwhile = None if pool is None else lambda: keep_up(ring, reader, pool)
+        import_gently("acp_trace.record.writer", "acp_trace.trace.format", meanwhile=meanwhile)
         from acp_trace.record.writer import rfc3339, run_writer
         from acp_trace.trace.format import encode_header
 
         assert self.proc is not None
         pid, started_at = self.proc.pid, rfc3339(self.wall_ns)
         header = lambda: encode_header(self._header(started_at, pid))  # noqa: E731
-        run_writer(ring, target, wake_fd, dog, options=self.options, t0=self.t0, header=header)
+        run_writer(
+            ring,
+            target,
+            wake_fd,
+            dog,
+            options=self.options,
+            t0=self.t0,
+            header=header,
+            reader=reader,
+            backlog=pool,
+        )
 
     def result(self, code: int) -> RecordResult:
         from acp_trace.record.ring import DROPPED, LOST, WRITTEN
@@ -294,7 +318,7 @@ class _Tap:
         from acp_trace.trace.format import encode_header
 
         assert self.out is not None and self.writer is not None and self.ring is not None
-        tail = count_unread(self.ring, self.t0, self.out.pending_gaps())
+        tail = count_unread(self.ring, self.t0, self.out.pending_gaps(), self.writer.backlog_fd)
         self.tail = tail
         self.unwritten = tail.unwritten()
         fd, written = self.writer.trace_fd, False

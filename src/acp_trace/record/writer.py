@@ -8,6 +8,13 @@ record lines: it cuts the lines out of each stream's chunks, assigns `seq` in fr
 record's payload (redaction included). `Writer` is the loop: take frames, encode them, write
 the batch (sink.py), give the ring space back, until the tap closes the recording or is gone.
 
+When it falls behind, the writer moves what waits in the ring to its backlog (backlog.py) and,
+while the traffic comes faster than it encodes, does nothing else: encoding then would take a
+core from the forwarding without keeping the backlog from growing. It encodes from the
+backlog as soon as the traffic slows below its own pace (or the backlog is full), so a burst
+is forwarded at the speed of a plain relay and recorded whole after it (issue 34); a stream
+it keeps up with (a live session, issue 31's `watch`) is never deferred.
+
 Memory stays bounded: an unfinished line keeps at most `max_bytes + 1` bytes (the rest is only
 counted, and the record says `truncated` with the real `bytes`), and the ring is fixed.
 """
@@ -17,7 +24,8 @@ from __future__ import annotations
 import os
 import select
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -25,6 +33,7 @@ from typing import Any
 
 from acp_trace.record import account
 from acp_trace.record.account import StreamAccount, WriterState
+from acp_trace.record.backlog import SPILL_AT, Backlog
 from acp_trace.record.options import RecordOptions
 from acp_trace.record.redact import RedactionPolicy, Redactor, line_payload
 from acp_trace.record.ring import (
@@ -35,6 +44,8 @@ from acp_trace.record.ring import (
     EVENT,
     GAP_KIND,
     LOST,
+    PUT,
+    SKIPPED,
     WRITTEN,
     Frame,
     Ring,
@@ -47,7 +58,9 @@ from acp_trace.trace.format import encode_event, encode_payload, encode_record
 
 BATCH_BYTES = 1 << 20  # frames taken per write
 MIN_WAIT, MAX_WAIT = 0.005, 0.05  # seconds between looks at an idle ring (the tap wakes it
-# at once when a quarter of the ring waits, and for the end)
+# at once when WAKE_AT bytes wait, and for the end)
+DEFER_WAIT = 0.002  # seconds between spills while a burst is deferred
+START_PACE = 64e6  # bytes a second the writer is taken to encode before it measured itself
 STREAMS = ("client", "agent", "stderr")
 
 
@@ -222,14 +235,24 @@ class Writer:
     (the tap's CLOSE frame, or the watchdog found the tap gone and the ring is empty)."""
 
     def __init__(
-        self, ring: Ring, encoder: Encoder, wake_fd: int, say: Callable[[str], None] | None = None
+        self,
+        ring: Ring,
+        encoder: Encoder,
+        wake_fd: int,
+        say: Callable[[str], None] | None = None,
+        reader: RingReader | None = None,
+        backlog: Backlog | None = None,
     ) -> None:
         self._ring, self._encoder, self._wake_fd = ring, encoder, wake_fd
         self._say = say or ring.post
         self._sink: TraceSink
-        self._reader = RingReader(ring)
+        self._reader = RingReader(ring) if reader is None else reader
+        self._backlog = backlog
         self._late: list[tuple[str, dict[str, Any]]] = []
         self.finished = threading.Event()
+        self.deferring = False  # the last step only moved frames to the backlog
+        self._pace = START_PACE  # bytes a second this writer encodes (measured)
+        self._look = (time.monotonic(), 0)  # when the traffic was last measured, and PUT
 
     def late_event(self, name: str, fields: dict[str, Any]) -> None:
         """Add a tap event from another thread (the watchdog's)."""
@@ -241,10 +264,14 @@ class Writer:
         self._publish()
         wait = MIN_WAIT
         while not self._encoder.closed:
-            if self._step():
+            worked = self._step()
+            if self.deferring:
+                time.sleep(DEFER_WAIT)  # not the wake pipe: the pumps would wake it at once
+                continue
+            if worked:
                 wait = MIN_WAIT
                 continue
-            if watchdog.settled.is_set() and not self._reader.pending():
+            if watchdog.settled.is_set() and not self._reader.pending() and not self._held():
                 self._step(ending=True)
                 break
             self._sleep(wait)
@@ -254,13 +281,56 @@ class Writer:
         self._publish()
         self.finished.set()
 
+    def _held(self) -> int:
+        return self._backlog.held if self._backlog is not None else 0
+
     def _step(self, *, ending: bool = False) -> bool:
+        """Encode and write one batch, from the backlog while it holds frames; first move
+        what waits in the ring there when the writer is behind. True when it did anything."""
+        self.deferring = False
+        backlog, reader = self._backlog, self._reader
+        moved = 0
+        if backlog is not None and not backlog.failed and reader.waiting() > SPILL_AT:
+            moved = self._spill(backlog)
+        elif backlog is not None and backlog.held and not backlog.failed:
+            moved = self._spill(backlog)  # behind the backlog's frames, whatever their number
+        if backlog is not None and backlog.held:
+            if not (ending or backlog.failed) and backlog.room() > SPILL_AT and self._outpaced():
+                self.deferring = True
+                return bool(moved)
+            return self._encode(backlog.frames(BATCH_BYTES), ending, from_backlog=True) or bool(
+                moved
+            )
+        return self._encode(reader.frames(BATCH_BYTES), ending, from_backlog=False)
+
+    def _spill(self, backlog: Backlog) -> int:
+        moved = backlog.spill(self._reader)
+        if moved:
+            self._publish()  # before the ring's room is given back: the tap counts from it
+            self._reader.release()
+        return moved
+
+    def _outpaced(self) -> bool:
+        """Whether the traffic since the last look came faster than this writer encodes."""
+        ctl, now = self._ring.ctl, time.monotonic()
+        put = ctl[PUT]
+        put -= ctl[SKIPPED]
+        then, before = self._look
+        self._look = (now, put)
+        return now > then and (put - before) / (now - then) > self._pace
+
+    def _encode(self, frames: Iterator[Frame], ending: bool, *, from_backlog: bool) -> bool:
         out: list[bytes] = []
         first = self._encoder.seq + 1
-        before = self._reader.taken()
-        for frame in self._reader.frames(BATCH_BYTES):
+        reader, backlog = self._reader, self._backlog
+        before = backlog.start if from_backlog and backlog is not None else reader.taken()
+        began = time.monotonic()
+        for frame in frames:
             self._encoder.frame(frame, out)
-        took = self._reader.taken() != before  # a WRAP alone moves it too (a trim waits on it)
+        if from_backlog and backlog is not None:
+            took = backlog.start - before
+        else:
+            took = reader.taken() - before  # a WRAP alone moves it too (a trim waits on it)
         if ending:
             self._encoder.finish(out)
         while self._late:
@@ -271,8 +341,14 @@ class Writer:
         written = self._sink.write(out, first)
         if written < len(out):
             self._unwritten(out[written:])
-        self._reader.release()
-        self._publish()
+        spent = time.monotonic() - began
+        if took > BATCH_BYTES // 2 and spent > 0:
+            self._pace = 0.7 * self._pace + 0.3 * took / spent
+        self._publish()  # before the room is given back: the tap counts from what it says
+        if from_backlog and backlog is not None:
+            backlog.settle()
+        else:
+            reader.release()
         return True
 
     def _sleep(self, seconds: float) -> None:
@@ -314,6 +390,8 @@ class Writer:
             self._reader.taken(),
             self._reader.offset(),
             sink.stopped,
+            self._backlog.start if self._backlog is not None else 0,
+            self._backlog.end if self._backlog is not None else 0,
             self._encoder.state(),
         )
         account.publish(self._ring, state)
@@ -334,6 +412,8 @@ def run_writer(
     options: RecordOptions,
     t0: int,
     header: Callable[[], bytes],
+    reader: RingReader | None = None,
+    backlog: Backlog | None = None,
 ) -> None:
     """The writer process's work (writer_process.start_writer forks it): open the trace if the
     tap could not (a FIFO without a reader), then record until the recording ends."""
@@ -345,7 +425,7 @@ def run_writer(
         if watchdog.tap_gone.is_set():  # nobody relays it any more
             os.write(2, f"acp-trace: {message}\n".encode("utf-8", "replace"))
 
-    writer = Writer(ring, encoder, wake_fd, say)
+    writer = Writer(ring, encoder, wake_fd, say, reader, backlog)
     watchdog.start(writer.late_event, writer.finished)  # before an open that may wait
     sink = TraceSink.open(target, say, encoder.event_line)
     writer.run(sink, header(), watchdog)

@@ -31,16 +31,24 @@ from acp_trace.record.trace_file import TraceTarget
 HURRIED_FINISH = 3.0  # seconds the tap waits at most for its writer once told to hurry
 WRITER_NICE = 0  # the tap's own: niced, the writer starved on a busy machine (issue 26)
 IMPORT_NICE = 5  # the writer's imports, while the agent starts: a little below the agent
+MEANWHILE = 0.002  # seconds between the writer's looks at the ring while it imports
 
 
 class WriterProcess:
     """The tap's handle on its writer process."""
 
     def __init__(
-        self, pid: int, ring: Ring, wake_fd: int, lifeline_fd: int, trace_fd: int | None = None
+        self,
+        pid: int,
+        ring: Ring,
+        wake_fd: int,
+        lifeline_fd: int,
+        trace_fd: int | None = None,
+        backlog_fd: int | None = None,
     ) -> None:
         self.pid, self.ring, self.wake_fd, self.lifeline_fd = pid, ring, wake_fd, lifeline_fd
         self.trace_fd = trace_fd  # the tap's copy of a regular trace (tail.py finishes it)
+        self.backlog_fd = backlog_fd  # the writer's backlog (backlog.py), which tail.py counts
         self.status: int | None = None
 
     def running(self) -> bool:
@@ -85,11 +93,11 @@ class WriterProcess:
         self.status = -signal.SIGKILL
 
     def close(self) -> None:
-        for fd in (self.wake_fd, self.lifeline_fd, self.trace_fd):
+        for fd in (self.wake_fd, self.lifeline_fd, self.trace_fd, self.backlog_fd):
             if fd is not None:
                 with suppress(OSError):
                     os.close(fd)
-        self.trace_fd = None
+        self.trace_fd = self.backlog_fd = None
 
     def _progress(self) -> tuple[int, int, int]:
         return self.ring.ctl[TAKEN], self.ring.ctl[WRITTEN], _scheduled_ns(self.pid)
@@ -129,7 +137,7 @@ def _runnable(pid: int) -> bool:
     return False
 
 
-WriterMain = Callable[[Ring, TraceTarget, int, "Watchdog"], None]
+WriterMain = Callable[[Ring, TraceTarget, int, "Watchdog", "tuple[int, int] | None"], None]
 
 
 def start_writer(
@@ -138,8 +146,17 @@ def start_writer(
     agent: subprocess.Popen[bytes],
     options: RecordOptions,
     main: WriterMain,
+    backlog_bytes: int = 0,
 ) -> WriterProcess:
-    """Fork the writer process; it runs `main(ring, target, wake_fd, watchdog)` and exits."""
+    """Fork the writer process; it runs `main(ring, target, wake_fd, watchdog, backlog)` and
+    exits. `backlog` is the (fd, capacity) of a backlog of `backlog_bytes` (backlog.py), made
+    here so that the tap can count what it holds; None when there is none."""
+    backlog = None
+    if backlog_bytes > 0:
+        from acp_trace.record.backlog import create
+
+        fd = create()
+        backlog = None if fd is None else (fd, backlog_bytes)
     wake_r, wake_w = os.pipe()
     life_r, life_w = os.pipe()
     os.set_blocking(wake_w, False)
@@ -154,7 +171,7 @@ def start_writer(
         try:
             _become_writer(tap_fds)
             watchdog = Watchdog(life_r, ring, agent.pid, options.grace)
-            main(ring, target, wake_r, watchdog)
+            main(ring, target, wake_r, watchdog, backlog)
             code = 0
         except BaseException:
             with suppress(BaseException):
@@ -174,14 +191,15 @@ def start_writer(
         else:
             os.close(target.fd)
         target.fd = None
-    return WriterProcess(pid, ring, wake_w, life_w, trace_fd)
+    return WriterProcess(pid, ring, wake_w, life_w, trace_fd, backlog[0] if backlog else None)
 
 
-def import_gently(*modules: str) -> None:
+def import_gently(*modules: str, meanwhile: Callable[[], object] | None = None) -> None:
     """Import modules in a thread of a lower priority (Linux nice is per thread), so that
-    the agent, starting at the same moment, has the CPU first; the caller waits for it. Not
-    the lowest: at nice 19 a busy machine left the imports a fraction of a percent of a core
-    (the trace stayed empty for a minute while the ring filled)."""
+    the agent, starting at the same moment, has the CPU first; the caller waits for it,
+    calling `meanwhile()` every few milliseconds (the writer keeps the ring warm with it).
+    Not the lowest: at nice 19 a busy machine left the imports a fraction of a percent of a
+    core (the trace stayed empty for a minute while the ring filled)."""
 
     def load() -> None:
         with suppress(OSError, AttributeError):
@@ -191,7 +209,10 @@ def import_gently(*modules: str) -> None:
 
     thread = threading.Thread(target=load, name="imports")
     thread.start()
-    thread.join()
+    while thread.is_alive():
+        if meanwhile is not None:
+            meanwhile()
+        thread.join(MEANWHILE)
 
 
 def _become_writer(tap_fds: list[int]) -> None:
