@@ -15,17 +15,18 @@ import pytest
 from acp_trace.record import account
 from acp_trace.record import backlog as backlog_module
 from acp_trace.record.account import WriterState
-from acp_trace.record.backlog import SPILL_AT, Backlog, create, keep_up, read_frames
+from acp_trace.record.backlog import SPILL_AT, Backlog, keep_up, read_frames
 from acp_trace.record.ring import CHUNK, RING_BYTES, WARM, Frame, Ring, RingWriter
 from acp_trace.record.ring_reader import RingReader
 from acp_trace.record.sink import TraceSink
 from acp_trace.record.tail import count_unread
 from acp_trace.record.writer import Encoder, Writer
+from acp_trace.record.writer_process import create_backlog
 
 
 @pytest.fixture
 def memfd() -> Iterator[int]:
-    fd = create()
+    fd = create_backlog()
     if fd is None:
         pytest.skip("no memfd_create here")
     yield fd

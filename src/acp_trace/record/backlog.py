@@ -37,15 +37,6 @@ PUNCH = 16 << 20  # encoded bytes given back at a time while the backlog is in u
 FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE = 1, 2
 
 
-def create() -> int | None:
-    """A new, empty backlog file (the tap makes it before forking its writer); None where
-    Linux's memfd_create is missing."""
-    try:
-        return os.memfd_create("acp-trace-backlog", os.MFD_CLOEXEC)
-    except (AttributeError, OSError):
-        return None
-
-
 class Backlog:
     """The writer's side: `spill` frames in from the ring, `frames` out from the head."""
 

@@ -18,6 +18,7 @@ import os
 import signal
 import stat
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -151,12 +152,8 @@ def start_writer(
     """Fork the writer process; it runs `main(ring, target, wake_fd, watchdog, backlog)` and
     exits. `backlog` is the (fd, capacity) of a backlog of `backlog_bytes` (backlog.py), made
     here so that the tap can count what it holds; None when there is none."""
-    backlog = None
-    if backlog_bytes > 0:
-        from acp_trace.record.backlog import create
-
-        fd = create()
-        backlog = None if fd is None else (fd, backlog_bytes)
+    fd = create_backlog() if backlog_bytes > 0 else None
+    backlog = None if fd is None else (fd, backlog_bytes)
     wake_r, wake_w = os.pipe()
     life_r, life_w = os.pipe()
     os.set_blocking(wake_w, False)
@@ -194,6 +191,16 @@ def start_writer(
     return WriterProcess(pid, ring, wake_w, life_w, trace_fd, backlog[0] if backlog else None)
 
 
+def create_backlog() -> int | None:
+    """A new, empty backlog file for the writer (backlog.py), made by the tap before it forks
+    the writer so that it can count what the backlog holds; None where Linux's memfd_create
+    is missing (the ring alone then holds what waits)."""
+    try:
+        return os.memfd_create("acp-trace-backlog", os.MFD_CLOEXEC)
+    except (AttributeError, OSError):
+        return None
+
+
 def import_gently(*modules: str, meanwhile: Callable[[], object] | None = None) -> None:
     """Import modules in a thread of a lower priority (Linux nice is per thread), so that
     the agent, starting at the same moment, has the CPU first; the caller waits for it,
@@ -208,11 +215,15 @@ def import_gently(*modules: str, meanwhile: Callable[[], object] | None = None) 
             import_module(module)
 
     thread = threading.Thread(target=load, name="imports")
+    switch = sys.getswitchinterval()
+    if meanwhile is not None:  # the GIL comes back to the looks within a millisecond
+        sys.setswitchinterval(MEANWHILE / 2)
     thread.start()
     while thread.is_alive():
         if meanwhile is not None:
             meanwhile()
         thread.join(MEANWHILE)
+    sys.setswitchinterval(switch)
 
 
 def _become_writer(tap_fds: list[int]) -> None:
