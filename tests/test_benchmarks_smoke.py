@@ -69,6 +69,13 @@ def test_replay_benchmark_runs(tmp_path: Path) -> None:
     assert complete["met"] is True, complete
 
 
+def test_fresh_memory_benchmark_runs() -> None:
+    """fresh_memory.py writes each kind of memory twice and prints a line per kind."""
+    stdout = run("fresh_memory.py", "--mib", "4", "--rounds", "1")
+    for kind in ("shared mapping", "private mapping", "memfd", "file on disk"):
+        assert kind in stdout and "fresh / again" in stdout
+
+
 def test_pingpong_client_and_plain_replays_run_alone(tmp_path: Path) -> None:
     """The client and the plain loop are usable as scripts on their own."""
     agent = [sys.executable, str(BENCH / "echo_agent.py")]
