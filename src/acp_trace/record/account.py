@@ -22,10 +22,27 @@ STREAMS = ("client", "agent", "stderr")
 COUNTS = ("lines", "recorded", "dropped", "unwritten", "bytes")
 
 
-class StreamAccount:
+class _Plain:
+    """Equality and repr by the slots, as dataclasses give them (a plain class: the writer
+    publishes its state before it has imported `dataclasses`, backlog.py)."""
+
+    __slots__: tuple[str, ...] = ()
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(getattr(self, n) == getattr(other, n) for n in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclasses were
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__)
+        return f"{type(self).__name__}({fields})"
+
+
+class StreamAccount(_Plain):
     """One stream's numbers; `skipping` and `pending` are the writer's state of the line it is
-    in (the rest of a line whose start was dropped; the start of an unfinished line). A plain
-    class: the writer publishes its state before it has imported `dataclasses` (backlog.py)."""
+    in (the rest of a line whose start was dropped; the start of an unfinished line)."""
 
     __slots__ = (*COUNTS, "pending", "skipping")
 
@@ -39,25 +56,19 @@ class StreamAccount:
         skipping: bool = False,
         pending: bool = False,
     ) -> None:
-        self.lines, self.recorded, self.dropped, self.unwritten = lines, recorded, dropped, unwritten
+        self.lines, self.recorded, self.dropped, self.unwritten = (
+            lines,
+            recorded,
+            dropped,
+            unwritten,
+        )
         self.bytes, self.skipping, self.pending = bytes, skipping, pending
 
     def counts(self) -> dict[str, int]:
         return {name: getattr(self, name) for name in COUNTS}
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, StreamAccount):
-            return NotImplemented
-        return all(getattr(self, n) == getattr(other, n) for n in self.__slots__)
 
-    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was
-
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__)
-        return f"StreamAccount({fields})"
-
-
-class WriterState:
+class WriterState(_Plain):
     """What the writer had written when it last published: the trace's whole records end at
     byte `good` (a regular file), the last one has `seq` and `t`; it had taken the ring up to
     `taken` (offset `taken_at`); `stopped` when its trace takes nothing more; the frames it
@@ -91,13 +102,6 @@ class WriterState:
         self.good, self.seq, self.t, self.taken, self.taken_at = good, seq, t, taken, taken_at
         self.stopped, self.backlog_start, self.backlog_end = stopped, backlog_start, backlog_end
         self.streams = {src: StreamAccount() for src in STREAMS} if streams is None else streams
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, WriterState):
-            return NotImplemented
-        return all(getattr(self, n) == getattr(other, n) for n in self.__slots__)
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass was
 
 
 _HEAD = 8  # good, seq, t, taken, taken_at, stopped, backlog_start, backlog_end
