@@ -33,3 +33,21 @@ def test_watch_benchmark_runs(tmp_path: Path) -> None:
     assert "jsonl: response -> outcome decided, median" in names
     assert "engine alone: CPU s per 10,000 updates" in names
     assert "quiet traffic: stamp -> in the file, max" in names
+
+
+def test_watch_scaling_benchmark_runs(tmp_path: Path) -> None:
+    """bench_watch_scaling.py at a tiny size: every tenth reported, the analyzer ran, and the
+    rows it held stayed far below the trace's 12,000 lines (settled replays folded)."""
+    out = tmp_path / "scaling.json"
+    args = ["--replays", "40", "--per", "300", "--rate", "2000", "--json", str(out)]
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "bench_watch_scaling.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    tenths = json.loads(out.read_text())["tenths"]
+    assert [t["tenth"] for t in tenths] == list(range(1, 11))
+    assert sum(t["runs"] for t in tenths) >= 40  # at least one per replay answered
+    assert max(t["rows_max"] for t in tenths) < 4_000  # FOLD_ROWS (2,000), a replay, a tick
