@@ -5,8 +5,8 @@ A flood trace like the one flood_agent.py makes through `acp-trace record` (REPL
 PER updates each, stamped at RATE updates a second, a 50 ms gap before each response) is
 written to a file a tick of trace time at a time (50 ms: what the tap writes in that time),
 and the engine (`watch.engine.Engine`, the analyzer in the same thread, its clock the trace's)
-takes one step per tick. Per tenth of the trace: the analyzer's runs, the rows it held at each
-run, its CPU per run, the engine's CPU over the trace time of that tenth (its share of one
+takes one step per tick. Per tenth of the trace: the analyzer's runs, the rows each run read
+(the window and the context; settled windows are folded out after the run), its CPU per run, the engine's CPU over the trace time of that tenth (its share of one
 core at 10,000 updates a second) and the process's RSS. A cost that does not grow from the
 first tenth to the last is what "keeps up indefinitely" needs.
 
@@ -102,11 +102,11 @@ def main() -> None:
     written = 0
 
     def timed(self: judge_mod.Judge, name: str, book: judge_mod.Book, *rest: Any) -> None:
-        start = time.process_time()
+        rows, start = book.rows, time.process_time()  # the rows this run reads
         real(self, name, book, *rest)
-        runs.append((written, book.rows, time.process_time() - start))
+        runs.append((written, rows, time.process_time() - start))
 
-    judge_mod.Judge._judge = timed  # type: ignore[method-assign]
+    judge_mod.Judge._judge = timed  # type: ignore[method-assign,assignment]
     steps: list[tuple[int, float, float]] = []  # (lines written, CPU s, RSS MB)
     source = flood_lines(args.replays, args.per, args.rate)
     ahead = next(source, None)

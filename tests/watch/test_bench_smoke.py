@@ -49,5 +49,5 @@ def test_watch_scaling_benchmark_runs(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     tenths = json.loads(out.read_text())["tenths"]
     assert [t["tenth"] for t in tenths] == list(range(1, 11))
-    assert sum(t["runs"] for t in tenths) >= 40  # at least one per replay answered
+    assert sum(t["runs"] for t in tenths) >= 10  # answers coalesce: the budget spaces runs
     assert max(t["rows_max"] for t in tenths) < 4_000  # FOLD_ROWS (2,000), a replay, a tick

@@ -209,3 +209,21 @@ def test_one_replay_streaming_for_long_is_thinned_and_still_decided_like_check(
     assert decided["gap_ms"] == pytest.approx(row["gap_ms"])
     assert decided["history_updates"] == row["history_updates"] == 1200
     assert decided["history_bytes"] == row["history_bytes"]
+
+
+def test_the_replays_table_lists_the_newest_and_the_slowest_not_every_replay() -> None:
+    """A thousand replays: the table's rows are the newest REPLAYS_SHOWN, newest first, then
+    the slowest of the others; the filter applies before the limit."""
+    from acp_trace.watch import views
+    from acp_trace.watch.live import Replay
+
+    engine = Engine([])
+    for n in range(1000):
+        r = Replay("t", f"s{n % 2}", str(n), "session/resume", n, outcome="complete")
+        r.gap_ms = 5000.0 if n == 10 else float(n % 7)
+        engine.live.replays[("t", str(n), r.session)] = r
+    keys = [k for k, _ in views.replay_rows(engine, views.Filter())]
+    ids = [k.split("\0")[1] for k in keys]
+    assert ids == [str(n) for n in range(999, 999 - views.REPLAYS_SHOWN, -1)] + ["10"]
+    odd = [k.split("\0")[1] for k, _ in views.replay_rows(engine, views.Filter(session="s1"))]
+    assert len(odd) == views.REPLAYS_SHOWN and all(int(i) % 2 for i in odd)
