@@ -36,8 +36,8 @@ def test_watch_benchmark_runs(tmp_path: Path) -> None:
 
 
 def test_watch_scaling_benchmark_runs(tmp_path: Path) -> None:
-    """bench_watch_scaling.py at a tiny size: every tenth reported, the analyzer ran, and the
-    rows it held stayed far below the trace's 12,000 lines (settled replays folded)."""
+    """bench_watch_scaling.py at a tiny size: every tenth reported, the analyzer ran (its
+    figures are never asserted)."""
     out = tmp_path / "scaling.json"
     args = ["--replays", "40", "--per", "300", "--rate", "2000", "--json", str(out)]
     done = subprocess.run(
@@ -49,5 +49,7 @@ def test_watch_scaling_benchmark_runs(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     tenths = json.loads(out.read_text())["tenths"]
     assert [t["tenth"] for t in tenths] == list(range(1, 11))
-    assert sum(t["runs"] for t in tenths) >= 10  # answers coalesce: the budget spaces runs
-    assert max(t["rows_max"] for t in tenths) < 4_000  # FOLD_ROWS (2,000), a replay, a tick
+    # how often the analyzer runs depends on how long its runs take (its budget): only that
+    # it ran; the rows it keeps are asserted without time in test_fold.py
+    assert sum(t["runs"] for t in tenths) >= 1
+    assert all(t["core_share"] >= 0 and t["rss_mb"] > 0 for t in tenths)
