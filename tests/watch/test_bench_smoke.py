@@ -33,3 +33,23 @@ def test_watch_benchmark_runs(tmp_path: Path) -> None:
     assert "jsonl: response -> outcome decided, median" in names
     assert "engine alone: CPU s per 10,000 updates" in names
     assert "quiet traffic: stamp -> in the file, max" in names
+
+
+def test_watch_scaling_benchmark_runs(tmp_path: Path) -> None:
+    """bench_watch_scaling.py at a tiny size: every tenth reported, the analyzer ran (its
+    figures are never asserted)."""
+    out = tmp_path / "scaling.json"
+    args = ["--replays", "40", "--per", "300", "--rate", "2000", "--json", str(out)]
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "bench_watch_scaling.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    tenths = json.loads(out.read_text())["tenths"]
+    assert [t["tenth"] for t in tenths] == list(range(1, 11))
+    # how often the analyzer runs depends on how long its runs take (its budget): only that
+    # it ran; the rows it keeps are asserted without time in test_fold.py
+    assert sum(t["runs"] for t in tenths) >= 1
+    assert all(t["core_share"] >= 0 and t["rss_mb"] > 0 for t in tenths)

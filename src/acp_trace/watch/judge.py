@@ -11,11 +11,16 @@ off). A run is a `Job`: `add` only queues the lines read, and the job parses tho
 since the last one, then analyzes. With `background` it runs in a thread of its own, so that
 following the files and drawing the screen go on while it works (polars lets go of the GIL
 in its kernels); a later step collects its verdicts. The lines queued are bounded: past
-`BACKLOG` the engine reads no more until the job has taken them (`backlog`). Memory is
-bounded: past `MAX_ROWS` rows, the notifications and stderr lines before the oldest replay
-still in progress are let go (every request and response stays: the rules pair them).
-Findings are reported once each and never taken back; after such a cut, only those at
-records after it are new. The rules about the end of a trace (`END_RULES`) wait for its end.
+`BACKLOG` the engine reads no more until the job has taken them (`backlog`).
+
+A run costs the same at the thousandth replay as at the first: once a run has analyzed a
+quiet point (a request sent while nothing was pending), the settled windows before it are
+folded out of the rows the next runs read, all but the few context rows later rules look
+back at (`watch.fold`). Without quiet points, past `MAX_ROWS` rows the analyzed bulky rows
+before the oldest replay still open are let go, and past `THIN_ROWS` those inside it too.
+Findings are reported once per rule and record and never taken back; those at folded
+records were out when their window was analyzed. The rules about the end of a trace
+(`END_RULES`) wait for its end.
 """
 
 from __future__ import annotations
@@ -31,8 +36,11 @@ import polars as pl
 from acp_trace.analysis import Analysis
 from acp_trace.trace.lines import SCHEMA, Table
 from acp_trace.trace.native import read_range
+from acp_trace.watch.fold import fold, like, quiet_cut, stem, thin, trim
 
-MAX_ROWS = 20_000  # records rows kept per trace before the settled updates are let go
+FOLD_ROWS = 2_000  # rows of settled windows past which they are folded out (watch.fold)
+MAX_ROWS = 20_000  # rows kept per trace past which the analyzed bulky rows are let go
+THIN_ROWS = 60_000  # rows past which those of the replays still open are let go too
 BUDGET = 0.25  # the share of the time the analysis may take
 BACKLOG = 20_000  # lines queued for the next run past which the files are not read on
 END_RULES = frozenset({"unanswered-request", "cancel-unanswered"})
@@ -71,9 +79,14 @@ class Book:
     dirty: bool = False
     urgent: bool = False
     ended: bool = False
-    cut_seq: int = -1  # findings at or before this seq are not new (their context was cut)
+    cut_seq: int = -1  # findings at or before this seq are not new (their window was folded)
+    context: int = 0  # the first rows of the frame: what is kept of the folded windows
+    context_seqs: set[int] = field(default_factory=set)  # their seqs
+    folded: int = 0  # rows folded out so far
+    thinned: dict[str, tuple[int, int]] = field(default_factory=dict)  # updates, bytes let go
     seen: set[tuple[Any, ...]] = field(default_factory=set)
-    decided: set[tuple[str, str, str]] = field(default_factory=set)
+    likes: set[str] = field(default_factory=set)  # schema breaks reported (fold.like)
+    decided: set[tuple[Any, ...]] = field(default_factory=set)
 
 
 class Job:
@@ -106,7 +119,7 @@ class Job:
                         (name, f"the analysis failed: {type(exc).__name__}: {exc}")
                     )
                 if book.rows > MAX_ROWS:
-                    self.judge._compact(book, self.open_since.get(name))
+                    self.judge._trim(book, self.open_since.get(name))
         finally:
             self.spent = time.perf_counter() - start
             self.done.set()
@@ -249,13 +262,43 @@ class Judge:
         self._replays(name, book, a, out)
         findings = a.findings()
         for f in findings.iter_rows(named=True):
-            key = (f["rule"], f["session"], f["seq"], f["message"])
-            if key in book.seen or (f["seq"] is not None and f["seq"] <= book.cut_seq):
+            seq = f["seq"]  # the count of others like it in a message grows: the same finding
+            key = (f["rule"], f["session"], seq, stem(f["message"]))
+            if key in book.seen:
                 continue
+            if seq is not None and seq <= book.cut_seq and seq not in book.context_seqs:
+                continue  # a folded record's findings were out when its window was analyzed
+            same = like(f["rule"], f["message"])
+            if same is not None and same in book.likes:
+                continue  # check says it once, at its first message, "and N more like it"
             if f["rule"] in END_RULES and not ended:
                 continue
             book.seen.add(key)
+            if same is not None:
+                book.likes.add(same)
             out.findings.append(f)
+        if records.height - book.context >= FOLD_ROWS:
+            self._fold(book, records, a)
+
+    def _fold(self, book: Book, records: pl.DataFrame, a: Analysis) -> None:
+        """Fold the settled windows out of the book (watch.fold): every row of them has just
+        been analyzed and its verdicts are out."""
+        tl = a.timeline
+        cut = quiet_cut(tl, book.context + 1)
+        if cut is None or cut - book.context < FOLD_ROWS:
+            return
+        kept = fold(records, tl, cut)
+        seqs = records["seq"].head(cut).drop_nulls()
+        book.cut_seq = max(book.cut_seq, int(seqs.max())) if len(seqs) else book.cut_seq  # type: ignore[arg-type]
+        book.context = kept.height - (records.height - cut)
+        book.context_seqs = set(kept["seq"].head(book.context).drop_nulls().to_list())
+        book.folded += records.height - kept.height
+        book.frames, book.rows = [kept], kept.height
+        book.seen = {
+            k for k in book.seen if k[2] is None or k[2] > book.cut_seq or k[2] in book.context_seqs
+        }
+        asked = set(kept.filter(pl.col("kind") == "request")["id"].drop_nulls().to_list())
+        book.decided = {k for k in book.decided if k[2] in asked}  # the replays still read
 
     def _replays(self, name: str, book: Book, a: Analysis, out: Verdicts) -> None:
         table = a.replays.filter(pl.col("outcome") != "open")
@@ -275,6 +318,10 @@ class Judge:
                 continue
             book.decided.add(key)
             marker, last = row["marker_to_response_ms"], row["last_history_to_response_ms"]
+            updates, size = row["history_updates"], row["history_bytes"]
+            let_go = book.thinned.pop(key[1], None)
+            if let_go is not None and updates is not None:
+                updates, size = updates + let_go[0], (size or 0) + let_go[1]
             out.replays.append(
                 Decided(
                     name,
@@ -283,26 +330,26 @@ class Judge:
                     row["outcome"],
                     marker if marker is not None else last,
                     "marker" if marker is not None else "last_history" if last is not None else "",
-                    row["history_updates"],
-                    row["history_bytes"],
+                    updates,
+                    size,
                     largest.get(key),
                 )
             )
 
-    def _compact(self, book: Book, oldest_open: int | None) -> None:
-        """Let go of the updates and stderr lines before the oldest replay in progress (see
-        the module): requests and responses stay, every rule pairs them."""
+    def _trim(self, book: Book, oldest_open: int | None) -> None:
+        """No quiet point to fold at and too many rows: let go of the bulky rows already
+        analyzed before the oldest replay still open (watch.fold `trim`); past `THIN_ROWS`,
+        of those in the open replays too (counted, and added to their history counts)."""
         records = book.frames[0] if len(book.frames) == 1 else pl.concat(book.frames)
-        settled = pl.lit(True) if oldest_open is None else pl.col("t_ns") < oldest_open
-        bulky = (pl.col("kind") == "notification") | (pl.col("src") == "stderr")
-        drop = settled & bulky & pl.col("t_ns").is_not_null()
-        dropped = records.filter(drop)
-        if dropped.is_empty():
-            return
-        book.cut_seq = max(book.cut_seq, int(dropped["seq"].max() or -1))  # type: ignore[arg-type]
-        kept = records.filter(~drop)
-        # a copy: a filtered frame's strings are views that keep every old buffer alive
-        copied = pl.from_arrow(kept.to_arrow())
-        if isinstance(copied, pl.DataFrame) and copied.schema == kept.schema:
-            kept = copied
-        book.frames, book.rows = [kept], kept.height
+        kept = trim(records, oldest_open, book.lines)
+        if kept is not None:
+            records = kept
+        if records.height > THIN_ROWS and oldest_open is not None:
+            thinned = thin(records, book.lines)
+            if thinned is not None:
+                records, let_go = thinned
+                for session, (n, size) in let_go.items():
+                    was = book.thinned.get(session, (0, 0))
+                    book.thinned[session] = (was[0] + n, was[1] + size)
+        book.folded += book.rows - records.height
+        book.frames, book.rows = [records], records.height

@@ -33,7 +33,7 @@ class Synced:
         keys = [key for key, _ in rows]
         old = [key for key, _ in self.shown]
         cut = _front_cut(old, keys)
-        if cut is None:
+        if cut is None or (cut and cut == len(old)):  # nothing kept: one clear, not N removals
             self._rebuild(rows)
             return
         table = self.table

@@ -18,6 +18,7 @@ from acp_trace.render.escape import terminal, terminal_lines
 from acp_trace.watch.engine import Engine
 from acp_trace.watch.live import Replay, Row, Session, Trace
 
+REPLAYS_SHOWN = 30  # rows of the replays table: the newest, then the slowest of the rest
 DONE_STYLE = {"complete": "green", "v1_loaded": "green", "rejected": "yellow"}
 
 
@@ -135,13 +136,28 @@ def replay_panel(engine: Engine, replay: Replay | None, now: float | None = None
     return out
 
 
-def replay_rows(engine: Engine, flt: Filter) -> Iterator[tuple[str, list[Text]]]:
-    """The finished (and running) replays, newest first."""
-    for r in reversed(list(engine.live.replays.values())):
+def replay_rows(
+    engine: Engine, flt: Filter, limit: int = REPLAYS_SHOWN
+) -> Iterator[tuple[str, list[Text]]]:
+    """The finished (and running) replays, newest first: the newest `limit` that pass the
+    filter, then the slowest of the others (`g` jumps to it). A redraw costs the same at the
+    thousandth replay as at the tenth."""
+    chosen: list[Replay] = []
+    slowest: Replay | None = None
+    for r in reversed(engine.live.replays.values()):
         if flt.findings and not r.findings:
             continue
         if flt.session and flt.session not in r.session:
             continue
+        if len(chosen) < limit:
+            chosen.append(r)
+        elif r.gap_ms is not None and (slowest is None or r.gap_ms > (slowest.gap_ms or 0.0)):
+            slowest = r
+    if slowest is not None and slowest.gap_ms is not None:
+        shown = [c.gap_ms for c in chosen if c.gap_ms is not None]
+        if not shown or slowest.gap_ms > max(shown):
+            chosen.append(slowest)
+    for r in chosen:
         outcome = r.outcome or ("running" if r.t_response is None else "deciding")
         style = DONE_STYLE.get(outcome, "" if r.outcome is None else "red")
         cells = [t(r.session), t(outcome, style), t(seconds(r.gap_ms)), t(count(r.updates))]
