@@ -40,7 +40,10 @@ CLIENTS = recorded_with()
 DEMO = CLIENTS["demo-v2-complete"]
 SAMPLE_NAMES = sorted(p.stem for p in SAMPLES.glob("*.jsonl"))
 SAME = ["session", "request_id", "method", "protocol", "agent", "agent_version", "outcome"]
-COUNTS = ["history_updates", "history_bytes", "live_updates"]
+# Not `live_updates`: at --speed 0 an update the mock sends right after a response races the
+# client's next request (the client sends it as soon as it has the response), so the update
+# can fall in the next request's window, as it can with a real agent on a busy machine.
+COUNTS = ["history_updates", "history_bytes"]
 FROM_REQUEST = ["first_update_ms", "marker_ms", "last_history_ms", "state_ms", "response_ms"]
 
 

@@ -18,8 +18,12 @@ import acp_trace
 from acp_trace.trace import importers
 
 pytestmark = pytest.mark.peers
+# Not `live_updates`: an update the agent sends right after one load's response races the
+# client's next request, and the two observers see that race from either end (acp-devtools
+# reads the client before the tap does, the tap reads the agent before acp-devtools does), so
+# the update can fall in the next load's window for one and not the other.
 SAME = ["session", "request_id", "method", "outcome", "history_updates", "history_bytes",
-        "live_updates", "gap_source"]  # fmt: skip
+        "gap_source"]  # fmt: skip
 
 
 @pytest.fixture(scope="module")

@@ -106,3 +106,22 @@ def test_the_client_closing_the_agents_stdout_fails_the_agents_writes(tmp_path: 
         proc.stdin.close()
     closed = [e for e in _events(tmp_path) if e["event"] == "closed"]
     assert closed[0]["stream"] == "agent" and "closed the recorder's stdout" in closed[0]["reason"]
+
+
+def test_the_clients_eof_is_recorded_before_what_the_agent_writes_after_it(
+    tmp_path: Path,
+) -> None:
+    """The agent writes a line once it has read EOF on its stdin: the client's `eof` is in the
+    trace before that line (the tap records it before it closes the agent's stdin), whatever
+    the scheduling; an analysis counts what follows a client's EOF accordingly."""
+    code = "import sys\nsys.stdin.buffer.read()\nsys.stdout.buffer.write(b'{\"after\":1}\\n')\n"
+    for _round in range(5):
+        with _tap(tmp_path, code) as proc:
+            assert proc.stdin is not None and proc.stdout is not None
+            proc.stdin.close()
+            assert proc.stdout.read() == b'{"after":1}\n'
+            assert proc.wait(GUARD) == 0
+        records = [json.loads(r) for r in (tmp_path / "t.jsonl").read_bytes().splitlines()[1:]]
+        eof = next(r["seq"] for r in records if r.get("event") == "eof" and r["stream"] == "client")
+        after = next(r["seq"] for r in records if r["src"] == "agent")
+        assert eof < after

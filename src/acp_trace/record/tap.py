@@ -191,10 +191,11 @@ class _Tap:
             _close_for_writer(source)
             reason = "the agent closed its stdin: the recorder closed its own, as a pipe would"
             self.out.event(time.monotonic_ns(), "closed", stream="client", reason=reason)
+        else:  # recorded before the agent can see it: what it writes after is after it
+            self.out.event(time.monotonic_ns(), "eof", stream="client")
         with suppress(OSError):
             self.proc.stdin.close()
         if not pump.sink_closed:
-            self.out.event(time.monotonic_ns(), "eof", stream="client")
             self.client_eof.set()
 
     def _agent(self, source: int, sink: int) -> None:
