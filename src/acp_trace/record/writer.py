@@ -16,7 +16,8 @@ is forwarded at the speed of a plain relay and recorded whole after it (issue 34
 it keeps up with (a live session, issue 31's `watch`) is never deferred.
 
 Memory stays bounded: an unfinished line keeps at most `max_bytes + 1` bytes (the rest is only
-counted, and the record says `truncated` with the real `bytes`), and the ring is fixed.
+counted, and the record says `truncated` with the real `bytes`), the ring is fixed, and the
+backlog holds at most what `--queue-bytes` leaves beyond the ring.
 """
 
 from __future__ import annotations
