@@ -10,8 +10,8 @@ ring's first, warm pages (ring.py, WARM). It encodes from the backlog's head whe
 lets it (writer.py says when), in the order the frames came; new frames go behind the
 backlog until it is empty.
 
-The backlog is a memfd: anonymous memory with a file's interface, never on a disk (it holds
-the traffic before redaction), shared with the tap, which counts what it holds if it has to
+The backlog is a memfd: anonymous memory with a file's interface, never a file on a disk (it
+holds the traffic before redaction; like any memory, only swap could write it out), shared with the tap, which counts what it holds if it has to
 stop the writer (tail.py). It holds at most `capacity` bytes (the part of `--queue-bytes`
 beyond the ring); what it cannot take waits in the ring as before. Encoded frames give their
 memory back as the head moves (a hole punched every PUNCH bytes) and all of it when the
