@@ -15,7 +15,7 @@ import pytest
 from acp_trace.record import account
 from acp_trace.record import backlog as backlog_module
 from acp_trace.record.account import WriterState
-from acp_trace.record.backlog import SPILL_AT, Backlog, keep_up, read_frames
+from acp_trace.record.backlog import SPILL_AT, Backlog, keep_up, publish_position, read_frames
 from acp_trace.record.ring import CHUNK, RING_BYTES, WARM, Frame, Ring, RingWriter
 from acp_trace.record.ring_reader import RingReader
 from acp_trace.record.sink import TraceSink
@@ -66,12 +66,12 @@ def test_frames_moved_to_the_backlog_come_back_whole_and_in_order(memfd: int, se
             reader.release()
         if chance.random() < 0.1:
             got += [_key(f) for f in pool.frames(chance.choice((1, 70_000, 1 << 20)))]
-            pool.settle()
+            pool.release()
     assert out.dropped_chunks == 0  # the ring never filled: the test moved what waited
     pool.spill(reader)
     reader.release()
     got += [_key(f) for f in pool.frames(1 << 30)]
-    pool.settle()
+    pool.release()
     assert got == put
     assert pool.held == 0 and os.fstat(memfd).st_size == 0  # drained: all memory given back
 
@@ -87,7 +87,7 @@ def test_the_taps_count_covers_the_backlog_then_the_ring(memfd: int) -> None:
     pool = Backlog(memfd, 64 << 20)
     for t, (src, data) in enumerate(reads[:200], 1):
         out.chunk(src, t, data)
-    assert keep_up(ring, reader, pool) == 0  # not behind: nothing moved
+    assert keep_up(reader, pool, lambda: publish_position(ring, reader, pool)) == 0  # not behind
     pool.spill(reader)  # as if it were
     reader.release()
     state = WriterState(taken=reader.taken(), taken_at=reader.offset())
@@ -117,7 +117,7 @@ def test_keep_up_moves_what_waits_once_the_writer_is_behind(memfd: int) -> None:
     block = b"k" * 65535 + b"\n"
     for t in range(SPILL_AT // len(block) + 4):
         out.chunk("agent", t, block)
-    moved = keep_up(ring, reader, pool)
+    moved = keep_up(reader, pool, lambda: publish_position(ring, reader, pool))
     assert moved > SPILL_AT and reader.waiting() == 0 and pool.held == moved
     state = account.read(ring)
     assert state is not None
@@ -156,7 +156,7 @@ def test_the_backlog_gives_back_the_memory_of_encoded_frames(memfd: int) -> None
     pool.spill(reader)
     reader.release()
     taken = sum(len(f.data) for f in pool.frames(36 << 20))
-    pool.settle()
+    pool.release()
     allocated = os.fstat(memfd).st_blocks * 512
     if allocated >= 40 << 20:
         pytest.skip("this file system does not punch holes in a memfd")

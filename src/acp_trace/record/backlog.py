@@ -80,13 +80,17 @@ class Backlog:
         moved, self.end = end - self.end, end
         return moved
 
+    def taken(self) -> int:
+        """Where the head is (as `RingReader.taken`: the writer encodes from either)."""
+        return self.start
+
     def frames(self, budget: int) -> Iterator[Frame]:
         """The frames at the head, up to about `budget` bytes, each taken as it is yielded."""
         for frame, after in read_frames(self.fd, self.start, self.end, budget):
             self.start = after
             yield frame
 
-    def settle(self) -> None:
+    def release(self) -> None:
         """Give back the memory of encoded frames (after the caller published `start`)."""
         if self.start == self.end and self.end:
             with suppress(OSError):
@@ -100,20 +104,26 @@ class Backlog:
                 self._freed = hole
 
 
-def keep_up(ring: Ring, reader: RingReader, backlog: Backlog) -> int:
-    """Move what waits in the ring to the backlog when the writer is behind, before it has
-    an encoder (while it imports one: a burst at the start of a session finds the pumps on
-    warm pages too); the bytes moved. Publishes where it is before the ring's room is given
-    back, as the writer does (the tap counts from it if it has to stop the writer)."""
+def keep_up(reader: RingReader, backlog: Backlog, publish: Callable[[], object]) -> int:
+    """Move what waits in the ring to the backlog when the writer is behind (more than
+    SPILL_AT bytes wait), and whatever waits while the backlog holds frames (they come
+    after them); the bytes moved. `publish()` says where the writer is before the ring's room
+    is given back: the tap counts from it if it has to stop the writer."""
     if backlog.failed or (not backlog.held and reader.waiting() <= SPILL_AT):
         return 0
     moved = backlog.spill(reader)
     if moved:
-        state = WriterState(taken=reader.taken(), taken_at=reader.offset())
-        state.backlog_start, state.backlog_end = backlog.start, backlog.end
-        account.publish(ring, state)
+        publish()
         reader.release()
     return moved
+
+
+def publish_position(ring: Ring, reader: RingReader, backlog: Backlog) -> None:
+    """What a writer that has no encoder yet publishes (while it imports one, `keep_up`
+    keeps the pumps on warm pages): where it took the ring to, what its backlog holds."""
+    state = WriterState(taken=reader.taken(), taken_at=reader.offset())
+    state.backlog_start, state.backlog_end = backlog.start, backlog.end
+    account.publish(ring, state)
 
 
 def read_frames(

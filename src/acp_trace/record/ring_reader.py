@@ -37,12 +37,16 @@ class RingReader:
         """Bytes put and not yet taken."""
         return self._ring.ctl[PUT] - self._taken
 
-    def waiting(self) -> int:
-        """Bytes of frames put and not yet taken: `pending` without the space a WRAP skips
-        (about: PUT and SKIPPED are two loads; PUT first, so a skip is never counted twice)."""
+    def put_data(self) -> int:
+        """Bytes of frames put so far: PUT without the space WRAPs skipped (about: PUT and
+        SKIPPED are two loads; PUT first, so a skip is never counted twice)."""
         put = self._ring.ctl[PUT]
         fence()
-        return max(0, put - self._ring.ctl[SKIPPED] - (self._taken - self._skipped))
+        return put - self._ring.ctl[SKIPPED]
+
+    def waiting(self) -> int:
+        """Bytes of frames put and not yet taken: `pending` without the space a WRAP skips."""
+        return max(0, self.put_data() - (self._taken - self._skipped))
 
     def mark(self) -> tuple[int, int, int]:
         """Where the reader is, for `restore` (frames taken but not released are not lost)."""

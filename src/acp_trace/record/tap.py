@@ -135,13 +135,18 @@ class _Tap:
         backlog: tuple[int, int] | None,
     ) -> None:
         """The writer process's work (it imports the encoders; the tap never does)."""
-        from acp_trace.record.backlog import Backlog, keep_up
+        from acp_trace.record.backlog import Backlog, keep_up, publish_position
         from acp_trace.record.ring_reader import RingReader
         from acp_trace.record.writer_process import import_gently
 
         reader, pool = RingReader(ring), Backlog(*backlog) if backlog else None
-        meanwhile = None if pool is None else lambda: keep_up(ring, reader, pool)
-        import_gently("acp_trace.record.writer", "acp_trace.trace.format", meanwhile=meanwhile)
+
+        def meanwhile() -> None:  # the ring kept warm while the encoders are imported
+            assert pool is not None
+            keep_up(reader, pool, lambda: publish_position(ring, reader, pool))
+
+        modules = ("acp_trace.record.writer", "acp_trace.trace.format")
+        import_gently(*modules, meanwhile=None if pool is None else meanwhile)
         from acp_trace.record.writer import rfc3339, run_writer
         from acp_trace.trace.format import encode_header
 

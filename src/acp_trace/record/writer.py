@@ -26,7 +26,7 @@ import os
 import select
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -34,7 +34,7 @@ from typing import Any
 
 from acp_trace.record import account
 from acp_trace.record.account import StreamAccount, WriterState
-from acp_trace.record.backlog import SPILL_AT, Backlog
+from acp_trace.record.backlog import SPILL_AT, Backlog, keep_up
 from acp_trace.record.options import RecordOptions
 from acp_trace.record.redact import RedactionPolicy, Redactor, line_payload
 from acp_trace.record.ring import (
@@ -45,8 +45,6 @@ from acp_trace.record.ring import (
     EVENT,
     GAP_KIND,
     LOST,
-    PUT,
-    SKIPPED,
     WRITTEN,
     Frame,
     Ring,
@@ -289,49 +287,33 @@ class Writer:
         """Encode and write one batch, from the backlog while it holds frames; first move
         what waits in the ring there when the writer is behind. True when it did anything."""
         self.deferring = False
-        backlog, reader = self._backlog, self._reader
-        moved = 0
-        if backlog is not None and not backlog.failed and reader.waiting() > SPILL_AT:
-            moved = self._spill(backlog)
-        elif backlog is not None and backlog.held and not backlog.failed:
-            moved = self._spill(backlog)  # behind the backlog's frames, whatever their number
-        if backlog is not None and backlog.held:
-            if not (ending or backlog.failed) and backlog.room() > SPILL_AT and self._outpaced():
-                self.deferring = True
-                return bool(moved)
-            return self._encode(backlog.frames(BATCH_BYTES), ending, from_backlog=True) or bool(
-                moved
-            )
-        return self._encode(reader.frames(BATCH_BYTES), ending, from_backlog=False)
-
-    def _spill(self, backlog: Backlog) -> int:
-        moved = backlog.spill(self._reader)
-        if moved:
-            self._publish()  # before the ring's room is given back: the tap counts from it
-            self._reader.release()
-        return moved
+        backlog = self._backlog
+        if backlog is None:
+            return self._encode(self._reader, ending)
+        moved = keep_up(self._reader, backlog, self._publish)
+        if not backlog.held:
+            return self._encode(self._reader, ending)
+        if not (ending or backlog.failed) and backlog.room() > SPILL_AT and self._outpaced():
+            self.deferring = True
+            return bool(moved)
+        return self._encode(backlog, ending) or bool(moved)
 
     def _outpaced(self) -> bool:
         """Whether the traffic since the last look came faster than this writer encodes."""
-        ctl, now = self._ring.ctl, time.monotonic()
-        put = ctl[PUT]
-        put -= ctl[SKIPPED]
+        now, put = time.monotonic(), self._reader.put_data()
         then, before = self._look
         self._look = (now, put)
         return now > then and (put - before) / (now - then) > self._pace
 
-    def _encode(self, frames: Iterator[Frame], ending: bool, *, from_backlog: bool) -> bool:
+    def _encode(self, source: RingReader | Backlog, ending: bool) -> bool:
+        """One batch from `source` (the ring, or the backlog while it holds frames)."""
         out: list[bytes] = []
         first = self._encoder.seq + 1
-        reader, backlog = self._reader, self._backlog
-        before = backlog.start if from_backlog and backlog is not None else reader.taken()
+        before = source.taken()
         began = time.monotonic()
-        for frame in frames:
+        for frame in source.frames(BATCH_BYTES):
             self._encoder.frame(frame, out)
-        if from_backlog and backlog is not None:
-            took = backlog.start - before
-        else:
-            took = reader.taken() - before  # a WRAP alone moves it too (a trim waits on it)
+        took = source.taken() - before  # in the ring a WRAP alone moves it (a trim waits on it)
         if ending:
             self._encoder.finish(out)
         while self._late:
@@ -346,10 +328,7 @@ class Writer:
         if took > BATCH_BYTES // 2 and spent > 0:
             self._pace = 0.7 * self._pace + 0.3 * took / spent
         self._publish()  # before the room is given back: the tap counts from what it says
-        if from_backlog and backlog is not None:
-            backlog.settle()
-        else:
-            reader.release()
+        source.release()
         return True
 
     def _sleep(self, seconds: float) -> None:
