@@ -12,18 +12,20 @@ import pytest
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
+def _run(script: str, args: list[str]) -> None:
+    """Run a benchmark script; it must exit 0 (its stderr's end in the failure)."""
+    done = subprocess.run(
+        [sys.executable, str(BENCH / script), *args], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
 @pytest.mark.slow
 def test_watch_benchmark_runs(tmp_path: Path) -> None:
     out = tmp_path / "figures.json"
     args = ["--replays", "2", "--per-replay", "200", "--rate", "2000", "--quiet-seconds", "1.5"]
     args += ["--tap-replays", "2", "--throughput", "2000", "--json", str(out)]
-    done = subprocess.run(
-        [sys.executable, str(BENCH / "bench_watch.py"), *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    _run("bench_watch.py", args)
     names = [f["name"] for f in json.loads(out.read_text())["figures"]]
     for variant, seen in (("tail", "in file"), ("jsonl", "event"), ("screen", "painted")):
         assert f"{variant}: stamp -> {seen}, median" in names
@@ -40,13 +42,7 @@ def test_watch_scaling_benchmark_runs(tmp_path: Path) -> None:
     figures are never asserted)."""
     out = tmp_path / "scaling.json"
     args = ["--replays", "40", "--per", "300", "--rate", "2000", "--json", str(out)]
-    done = subprocess.run(
-        [sys.executable, str(BENCH / "bench_watch_scaling.py"), *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    _run("bench_watch_scaling.py", args)
     tenths = json.loads(out.read_text())["tenths"]
     assert [t["tenth"] for t in tenths] == list(range(1, 11))
     # how often the analyzer runs depends on how long its runs take (its budget): only that
