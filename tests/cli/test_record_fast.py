@@ -20,9 +20,9 @@ AGENT = ["--", "agent", "--flag", "-o", "x"]
     ("argv", "fields"),
     [
         (["record", *AGENT], {}),
-        (["record", "-o", "t.jsonl", *AGENT], {"output": Path("t.jsonl")}),
-        (["record", "--output=t.jsonl", *AGENT], {"output": Path("t.jsonl")}),
-        (["record", "--dir", "~/traces", *AGENT], {"directory": Path("~/traces")}),
+        (["record", "-o", "t.jsonl", *AGENT], {"output": "t.jsonl"}),
+        (["record", "--output=t.jsonl", *AGENT], {"output": "t.jsonl"}),
+        (["record", "--dir", "~/traces", *AGENT], {"directory": "~/traces"}),
         (["record", "--no-redact", *AGENT], {"redact": False}),
         (["record", "--max-record-bytes", "0", *AGENT], {"max_record_bytes": 0}),
         (["record", "--grace=0.5", "--queue-bytes", "1", *AGENT], {"grace": 0.5, "queue_bytes": 1}),
@@ -31,8 +31,9 @@ AGENT = ["--", "agent", "--flag", "-o", "x"]
 def test_plain_record_lines_are_parsed_like_typer_would(
     argv: list[str], fields: dict[str, Any]
 ) -> None:
-    """Every option, in both spellings, gives the fields the typer command would; what follows
-    `--` is the agent's, options included."""
+    """Every option, in both spellings, gives the fields the typer command would (paths as
+    strings, which trace_file.py takes as typer's Path: pathlib is not loaded on the way to
+    the agent); what follows `--` is the agent's, options included."""
     assert record_fast.parse(argv) == {"command": ["agent", "--flag", "-o", "x"], **fields}
 
 

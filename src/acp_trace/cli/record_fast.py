@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without loading typing (start-up time)
 if TYPE_CHECKING:
@@ -23,8 +22,8 @@ if TYPE_CHECKING:
 Reader = Callable[[str], object] | None
 
 
-def _path(text: str) -> Path:
-    return Path(text)
+def _path(text: str) -> str:
+    return text  # a string: pathlib is not loaded on the way to the agent (trace_file.py)
 
 
 def _count(minimum: int) -> Callable[[str], int]:

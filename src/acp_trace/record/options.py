@@ -7,7 +7,11 @@ brings `inspect`, `ast` and `dis` with it (issue 34: start-up at most 30 ms over
 from __future__ import annotations
 
 from collections import namedtuple
-from pathlib import Path
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without loading typing (start-up time)
+if TYPE_CHECKING:
+    from os import PathLike
+    from pathlib import Path
 
 DEFAULT_GRACE = 3.0
 DEFAULT_QUEUE_BYTES = 1 << 30  # the ring's 256 MiB and the writer's backlog (backlog.py)
@@ -24,14 +28,14 @@ class RecordOptions(
     )
 ):  # fmt: skip
     """What `acp-trace record` was asked to do: `command` (the agent's argv), `output` and
-    `directory` (Path or None), `redact`, `redact_stderr` (regexes replaced in recorded stderr
+    `directory` (a path or None), `redact`, `redact_stderr` (regexes replaced in recorded stderr
     lines), `redact_content` (credentials in free text: acp_trace.credentials),
     `max_record_bytes`, `grace` (seconds) and `queue_bytes`."""
 
     __slots__ = ()
     command: list[str]
-    output: Path | None
-    directory: Path | None
+    output: str | PathLike[str] | None
+    directory: str | PathLike[str] | None
     redact: bool
     redact_stderr: tuple[str, ...]
     redact_content: bool

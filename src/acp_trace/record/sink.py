@@ -23,7 +23,6 @@ import resource
 import stat
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 from acp_trace.record.trace_file import TraceTarget
 
@@ -39,7 +38,7 @@ EventLine = Callable[[int, str, str], bytes]  # (seq, message, cause) -> an `err
 class TraceSink:
     """The trace file, from the header to the last record."""
 
-    def __init__(self, fd: int, path: Path, say: Callable[[str], None], event: EventLine):
+    def __init__(self, fd: int, path: str, say: Callable[[str], None], event: EventLine):
         self._fd, self._path, self._say, self._event = fd, path, say, event
         mode = os.fstat(fd).st_mode
         self._regular = stat.S_ISREG(mode)

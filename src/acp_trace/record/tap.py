@@ -89,12 +89,12 @@ class _Tap:
             )
             self.out = out = RingWriter(ring, self.writer.wake_fd)
             self.memory = RingMemory(ring, out, out.wake)
-            self.memory.start()
             self._thread("client", self._client, stdin_fd, proc.stdin.fileno())
             drains = [
                 self._thread("agent", self._agent, proc.stdout.fileno(), stdout_fd),
                 self._thread("stderr", Pump(proc.stderr.fileno(), stderr_fd, "stderr", out).run),
             ]
+            self.memory.start()  # after the pumps: a thread start is a millisecond or two here
             for signum in self.early_signals:
                 self._signal(signum)
             returncode = self._supervise(proc)
@@ -177,7 +177,10 @@ class _Tap:
             lost += self.unwritten - self.tail.unwritten()  # events the trace did not get
         else:
             lost = ring.ctl[DROPPED] + ring.ctl[LOST] + out.lost_events + out.unsent_lines()
-        return RecordResult(code, self.target.path, ring.ctl[WRITTEN], lost, self.write_error)
+        from pathlib import Path  # loaded at the end, not on the way to the agent
+
+        trace = Path(self.target.path)
+        return RecordResult(code, trace, ring.ctl[WRITTEN], lost, self.write_error)
 
     def _thread(self, name: str, target: Callable[..., None], *args: Any) -> threading.Thread:
         thread = threading.Thread(target=target, args=args, name=name, daemon=True)

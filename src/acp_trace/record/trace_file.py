@@ -24,7 +24,6 @@ import os
 import stat
 from collections.abc import Mapping
 from contextlib import suppress
-from pathlib import Path
 
 from acp_trace.errors import RecordError
 from acp_trace.record.options import RecordOptions
@@ -39,16 +38,20 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without loading typing (start-up t
 if TYPE_CHECKING:
     from datetime import datetime
 
+# Paths are strings here (os.path), not pathlib: this module is on the path from the tap's
+# start to the agent's, and pathlib brings re, fnmatch, urllib.parse and ipaddress (about
+# 7 ms of the 30 that issue 34 allows over a plain relay).
+
 
 class TraceTarget:
     """Where the writer writes: an open file, or a FIFO path it opens itself.
 
-    `fd` is None when the writer process opens `path` (a FIFO without a reader yet);
-    `created` says it is a new file, removed again when the agent cannot start; `temp` is a
-    new file beside `path`, renamed over it by `commit`.
+    `path` is a string (os.path); `fd` is None when the writer process opens `path` (a FIFO
+    without a reader yet); `created` says it is a new file, removed again when the agent
+    cannot start; `temp` is a new file beside `path`, renamed over it by `commit`.
     """
 
-    def __init__(self, path: Path, fd: int | None, created: bool, temp: Path | None = None):
+    def __init__(self, path: str, fd: int | None, created: bool, temp: str | None = None):
         self.path, self.fd, self.created, self.temp = path, fd, created, temp
         self.notice: str | None = None  # what a person should know (a world-writable folder)
 
@@ -83,10 +86,10 @@ class TraceTarget:
         return fd
 
 
-def default_trace_dir(env: Mapping[str, str]) -> Path:
+def default_trace_dir(env: Mapping[str, str]) -> str:
     """`$XDG_STATE_HOME/acp-trace/traces`, else `~/.local/state/acp-trace/traces`."""
     state = env.get("XDG_STATE_HOME") or "~/.local/state"
-    return Path(state).expanduser() / "acp-trace" / "traces"
+    return os.path.join(os.path.expanduser(state), "acp-trace", "traces")
 
 
 def trace_file_name(command: list[str], when: datetime) -> str:
@@ -107,9 +110,9 @@ def open_trace(
     """Open the trace for the writer (see the module doc); RecordError when it cannot be.
     A new trace in a directory is named after `when` (default: now)."""
     if options.output is not None:
-        return _output(options.output.expanduser())
-    folder = options.directory or Path(env.get(TRACE_DIR_ENV) or default_trace_dir(env))
-    folder = folder.expanduser()
+        return _output(os.path.expanduser(os.fspath(options.output)))
+    folder = os.fspath(options.directory or env.get(TRACE_DIR_ENV) or default_trace_dir(env))
+    folder = os.path.expanduser(folder)
     _make_private_dirs(folder)
     if when is None:
         from datetime import UTC, datetime
@@ -117,7 +120,9 @@ def open_trace(
         when = datetime.now(UTC)
     name = trace_file_name(options.command, when)
     for attempt in range(1, 100):
-        path = folder / (name if attempt == 1 else f"{name.removesuffix('.jsonl')}-{attempt}.jsonl")
+        path = os.path.join(
+            folder, name if attempt == 1 else f"{name.removesuffix('.jsonl')}-{attempt}.jsonl"
+        )
         with suppress(FileExistsError):
             target = TraceTarget(path, _create(path), created=True)
             target.notice = _open_to_all(folder)
@@ -125,7 +130,7 @@ def open_trace(
     raise RecordError(f"{folder}: cannot find a free name for {name}")
 
 
-def _output(path: Path) -> TraceTarget:
+def _output(path: str) -> TraceTarget:
     for _attempt in range(10):  # the name may change under us: look again
         try:
             mode = os.lstat(path).st_mode
@@ -151,20 +156,21 @@ def _found(mode: int) -> str:
     return "found a socket or a block device"
 
 
-def _replacing(path: Path) -> TraceTarget:
+def _replacing(path: str) -> TraceTarget:
     if not _is_trace(path):
         raise RecordError(
             f"{path}: expected an earlier trace to replace, found a file that is not one"
             " (its first line is no acp-trace header); it is left as it is"
         )
+    folder, name = os.path.split(path)
     for _attempt in range(100):
-        temp = path.with_name(f".{path.name}.{os.urandom(4).hex()}.tmp")
+        temp = os.path.join(folder, f".{name}.{os.urandom(4).hex()}.tmp")
         with suppress(FileExistsError):
             return TraceTarget(path, _create(temp), created=False, temp=temp)
-    raise RecordError(f"{path.parent}: cannot find a free name for a new trace")
+    raise RecordError(f"{folder or '.'}: cannot find a free name for a new trace")
 
 
-def _is_trace(path: Path) -> bool:
+def _is_trace(path: str) -> bool:
     """True for an empty file or one whose first line is a v1 header or record."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -188,7 +194,7 @@ def _is_trace(path: Path) -> bool:
     return isinstance(value, dict) and ("acp_trace" in value or {"seq", "src"} <= value.keys())
 
 
-def _stream(path: Path) -> TraceTarget:
+def _stream(path: str) -> TraceTarget:
     try:
         fd = os.open(path, STREAM | os.O_NONBLOCK)
     except OSError as exc:
@@ -203,7 +209,7 @@ def _stream(path: Path) -> TraceTarget:
     return TraceTarget(path, fd, created=False)
 
 
-def _create(path: Path) -> int:
+def _create(path: str) -> int:
     try:
         fd = os.open(path, NEW, 0o600)
     except FileExistsError:
@@ -214,7 +220,7 @@ def _create(path: Path) -> int:
     return fd
 
 
-def _open_to_all(folder: Path) -> str | None:
+def _open_to_all(folder: str) -> str | None:
     """A warning when `folder` (or what a link there points to) is world-writable."""
     try:
         mode = os.stat(folder).st_mode
@@ -230,13 +236,19 @@ def _open_to_all(folder: Path) -> str | None:
     )
 
 
-def _make_private_dirs(folder: Path) -> None:
+def _make_private_dirs(folder: str) -> None:
     """Create the missing directories of `folder` with mode 0700 (existing ones are kept)."""
-    missing = [p for p in (folder, *folder.parents) if not p.exists()]
+    missing, path = [], os.path.abspath(folder)
+    while not os.path.exists(path):
+        missing.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
     try:
         for path in reversed(missing):
             with suppress(FileExistsError):
-                path.mkdir(mode=0o700)
+                os.mkdir(path, 0o700)
                 os.chmod(path, 0o700)  # whatever the umask
     except OSError as exc:
         raise RecordError(f"{folder}: cannot create the directory ({exc.strerror})") from exc
