@@ -68,6 +68,9 @@ def test_what_cannot_run_is_one_cannot_start_error(
     plain = tmp_path / "not-executable"
     plain.write_text("#!/bin/sh\n")
     plain.chmod(0o644)
+    orphan = tmp_path / "no-interpreter"
+    orphan.write_text("#!/nonexistent/interpreter -x\n")
+    orphan.chmod(0o755)
     monkeypatch.setenv("PATH", str(tmp_path))
     launcher = _launcher(how)
     cases = {
@@ -75,6 +78,7 @@ def test_what_cannot_run_is_one_cannot_start_error(
         str(tmp_path / "missing"): "No such file or directory",
         str(plain): "Permission denied",
         "not-executable": "Permission denied",
+        str(orphan): "No such file or directory",
     }
     for name, reason in cases.items():
         with pytest.raises(RecordError) as caught:

@@ -11,7 +11,8 @@ start to the agent's, so the signal is set the cheapest way the system has:
   function and starts the child with vfork: about 1 ms, where importing ctypes and forking for
   a preexec function took 7 to 8 ms (issue 34: start-up at most 30 ms over a plain relay).
   setpriv reports a failed exec itself, so the agent's command is looked up first (as execvp
-  will) and a missing or non-executable one is the same `cannot start` error as without it.
+  will, with a script's `#!` interpreter) and a missing or non-executable one is the same
+  `cannot start` error as without it.
   The signal is set a millisecond after the agent's process starts, not before: a tap killed
   within that millisecond leaves the agent to the writer's watchdog and to the EOF on its
   stdin.
@@ -82,10 +83,25 @@ def _check_runnable(name: str) -> None:
     for path in candidates:
         if os.path.isfile(path):
             if os.access(path, os.X_OK):
+                _check_interpreter(name, path)
                 return
             found = True
     code = errno.EACCES if found else errno.ENOENT
     raise RecordError(f"cannot start {name}: {os.strerror(code)}")
+
+
+def _check_interpreter(name: str, path: str) -> None:
+    """RecordError, as Popen's would read, for a script whose `#!` interpreter is missing."""
+    try:
+        with open(path, "rb") as script:
+            head = script.read(256)
+    except OSError:
+        return  # executable but unreadable: exec decides
+    if not head.startswith(b"#!"):
+        return
+    words = head[2:].split(b"\n", 1)[0].split()
+    if words and not os.access(words[0], os.X_OK):
+        raise RecordError(f"cannot start {name}: {os.strerror(errno.ENOENT)}")
 
 
 def _die_with_parent() -> Callable[[], None] | None:
