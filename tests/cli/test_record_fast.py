@@ -54,6 +54,7 @@ def test_plain_record_lines_are_parsed_like_typer_would(
         ["record", "--grace", "nan", *AGENT],
         ["record", "--grace", "-1", *AGENT],
         ["record", "--no-redact=yes", *AGENT],
+        ["record", "-o", "", *AGENT],  # typer's Path("") is ".": refused as a directory
         ["record", "--grace", *AGENT[:0]],
     ],
 )

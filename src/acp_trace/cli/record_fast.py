@@ -23,7 +23,11 @@ Reader = Callable[[str], object] | None
 
 
 def _path(text: str) -> str:
-    return text  # a string: pathlib is not loaded on the way to the agent (trace_file.py)
+    """A path as a string: pathlib is not loaded on the way to the agent (trace_file.py).
+    An empty one is left to typer, whose Path("") is the current directory."""
+    if not text:
+        raise ValueError(text)
+    return text
 
 
 def _count(minimum: int) -> Callable[[str], int]:
