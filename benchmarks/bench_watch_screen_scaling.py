@@ -1,18 +1,22 @@
 """How the watch SCREEN's cost per tick scales with the length of the session (issue 31: the
-stamp-to-screen median at 10,000 updates a second, held over minutes), offline.
+stamp-to-screen median at 10,000 updates a second, held over minutes).
 
 bench_watch_scaling.py's flood trace (REPLAYS resumes of PER updates at RATE a second) is
-written a screen tick of trace time at a time (0.1 s), and the real screen
-(`watch.screen.WatchApp`, headless under Textual's `run_test`, 160 x 50) follows it: per
-tick the engine steps (the analyzer in the same thread, its clock the trace's), the screen
-redraws, and the tick ends once Textual has painted that redraw (`call_after_refresh`).
-Per tenth of the trace: the CPU per tick of the engine, of the redraw (the views and the
-table syncs) and of the paint (Textual: the compositor, the tables' idle work), and what the
-screen holds (rows of each table, replays held, the engine's version), the RSS. A screen cost
-that grows from the first tenth to the last is a screen that falls behind in a long session.
+written a screen tick of trace time (0.1 s) at a time, and the real screen
+(`watch.screen.WatchApp`, headless, 160 x 50 unless --size) follows it, stepped by its own
+timer every 0.1 s of wall time: each step writes the next tick of the trace, then the engine
+steps (the analyzer in the same thread, its clock the trace's) and the screen redraws.
+Per tenth of the trace, per tick: the CPU of the engine's step, of the redraw (the views
+and the table syncs) and of the rest of the tick (Textual: the compositor painting, the
+tables' idle work), the tick's share of a core, the wall time from the step to the end of
+the paint that shows it (`call_after_refresh`), the cyclic garbage collector's pauses, the
+cells each table painted, what the screen holds (rows of each table, replays held) and the
+RSS. A cost that grows from the first tenth to the last is a screen that falls behind in a
+long session. A tick that needs more than 0.1 s of CPU delays the next (Textual skips).
 
     python benchmarks/bench_watch_screen_scaling.py [--replays 300] [--per 5000]
-        [--profile N] (cProfile of the first and the last tenth: the top N functions)
+        [--size 80x24] (the probe of bench_watch*.py runs at Textual's headless 80 x 24)
+        [--profile N] [--sort cumulative] (cProfile of the first and the last tenth)
         [--tracemalloc N] (the N biggest growths of Python memory, second tenth to the end)
         [--json FILE]
 """
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import io
 import json
 import pstats
@@ -65,12 +70,22 @@ class Bench(WatchApp):
         self.snapshots: list[tracemalloc.Snapshot] = []
         self.last: tuple[float, float] | None = None  # (CPU, wall) at the previous step
         self.painted: list[float] = []  # wall seconds, step start -> painted
+        self.gc_ms = 0.0  # the cyclic garbage collector's pauses since the last step
+        self._gc_start = 0.0
+        gc.callbacks.append(self._gc)
+
+    def _gc(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._gc_start = time.perf_counter()
+        else:
+            self.gc_ms += (time.perf_counter() - self._gc_start) * 1000
 
     def step(self) -> None:
         cpu, wall = time.process_time(), time.monotonic()
         if self.last is not None and self.ticks:
             self.ticks[-1]["tick"] = cpu - self.last[0]
             self.ticks[-1]["wall"] = wall - self.last[1]
+            self.ticks[-1]["gc"], self.gc_ms = self.gc_ms, 0.0
         self.last = (cpu, wall)
         if self.ahead is None:  # the last verdicts (the clock goes on)
             self.now[0] += TICK
@@ -137,6 +152,7 @@ def drive(args: argparse.Namespace, path: Path) -> dict[str, Any]:
         for what in ("engine", "redraw", "tick"):
             row[f"{what}_ms"] = round(1000 * sum(x[what] for x in mine) / len(mine), 2)
         row["rest_ms"] = round(row["tick_ms"] - row["engine_ms"] - row["redraw_ms"], 2)
+        row["gc_ms"] = round(sum(x["gc"] for x in mine) / len(mine), 2)  # wall, in the tick
         row["core_share"] = round(sum(x["tick"] for x in mine) / sum(x["wall"] for x in mine), 3)
         paints = sorted(x["painted"] for x in mine if "painted" in x)
         row["painted_ms"] = round(1000 * paints[len(paints) // 2], 1) if paints else None
@@ -190,7 +206,7 @@ def main() -> None:
             f"  {r['painted_ms'] or '-':>10} ms  {r['sessions_rows']:>13}"
             f" {r['replays_rows']:>7} {r['timeline_rows']:>8}  {r['replays_held']:>12}"
             f"  {r['rss_mb']:>6}  paints {r['sessions_paints']} {r['replays_paints']}"
-            f" {r['timeline_paints']}"
+            f" {r['timeline_paints']}  gc {r['gc_ms']} ms"
         )
     for key in sorted(k for k in result if k.startswith("profile")):
         print(f"--- {key}\n{result[key]}")

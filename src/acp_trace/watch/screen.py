@@ -11,6 +11,7 @@ box has a fixed size), so Textual repaints only those cells. Every cell is rich 
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import signal
 import sys
@@ -150,6 +151,9 @@ class WatchApp(App[None]):
         self.query_one("#timeline", DataTable).add_columns("t (s)", "kind", "what", "")
         self.set_interval(self.tick, self.step)
         self.step()
+        # what is loaded by now (polars, Textual, the rules) stays to the end: the garbage
+        # collector's full passes, which pause the screen, no longer walk through all of it
+        gc.freeze()
 
     def step(self) -> None:
         """Read the files, let the analyzer decide, redraw (unless paused). Ends when the

@@ -28,7 +28,7 @@ from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 
 Rows = Sequence[tuple[str, list[Text]]]
-PAINTED_KEPT = 2048  # cells a LiveTable keeps painted (a 160 x 50 screen shows about 250)
+PAINTED_KEPT = 1024  # cells a LiveTable keeps painted (a 160 x 50 screen shows about 250)
 
 
 class LiveTable(DataTable[Text]):
@@ -40,6 +40,9 @@ class LiveTable(DataTable[Text]):
             PAINTED_KEPT
         )
         self.paints = 0  # cells painted (a test's figure)
+        # Textual's own cache of cells is keyed by the update count: its entries are never
+        # hit again after an edit, and 10,000 of them only make the garbage collector slower
+        self._cell_render_cache = LRUCache(PAINTED_KEPT // 4)
 
     def _render_cell(
         self,
@@ -136,4 +139,6 @@ def _front_cut(old: list[str], new: list[str]) -> int | None:
 
 def same_text(a: Text | None, b: Text) -> bool:
     """The same characters in the same styles."""
+    if a is b:
+        return True
     return a is not None and a.plain == b.plain and a.style == b.style and a.spans == b.spans
