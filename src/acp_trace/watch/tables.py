@@ -12,7 +12,9 @@ at once (one clear, not a removal each: each moves every row below it).
 the table's update count, which every edit bumps, so one growing count (the running replay's
 updates, a streaming message's row) made it paint every visible cell of the table again at
 every tick; it paints a cell again only when the cell (its `Text`), its place or its look
-changed.
+changed. It overrides `DataTable._render_cell` and reads the table's own row and column
+maps: internals of the pinned Textual (pyproject.toml), which
+`tests/watch/test_screen_bounded.py` checks by counting the cells painted.
 """
 
 from __future__ import annotations
@@ -76,9 +78,8 @@ class LiveTable(DataTable[Text]):
         if hit is not None and hit[0] is cell:
             return hit[1]
         lines = super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        self.painted.discard(
-            key
-        )  # another cell that had the same id (the cache keeps a key's first value)
+        # a cell gone whose id this one took: Textual's cache keeps a key's first value
+        self.painted.discard(key)
         self.painted[key] = (cell, lines)
         self.paints += 1
         return lines
