@@ -49,3 +49,14 @@ def test_watch_scaling_benchmark_runs(tmp_path: Path) -> None:
     # it ran; the rows it keeps are asserted without time in test_fold.py
     assert sum(t["runs"] for t in tenths) >= 1
     assert all(t["core_share"] >= 0 and t["rss_mb"] > 0 for t in tenths)
+
+
+def test_watch_screen_scaling_benchmark_runs(tmp_path: Path) -> None:
+    """bench_watch_screen_scaling.py at a tiny size: the screen stepped through the trace,
+    every tenth reported with what the screen holds (its figures are never asserted)."""
+    out = tmp_path / "screen.json"
+    args = ["--replays", "4", "--per", "200", "--rate", "2000", "--size", "80x24"]
+    _run("bench_watch_screen_scaling.py", [*args, "--json", str(out)])
+    tenths = json.loads(out.read_text())["tenths"]
+    assert tenths and all(t["ticks"] >= 1 and t["timeline_rows"] >= 0 for t in tenths)
+    assert tenths[-1]["replays_held"] == 4

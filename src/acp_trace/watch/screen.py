@@ -11,6 +11,7 @@ box has a fixed size), so Textual repaints only those cells. Every cell is rich 
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import signal
 import sys
@@ -28,9 +29,11 @@ from acp_trace.render.escape import terminal
 from acp_trace.watch import views
 from acp_trace.watch.engine import Engine
 from acp_trace.watch.live import Row
-from acp_trace.watch.tables import Synced, same_text
+from acp_trace.watch.tables import LiveTable, Synced, same_text
 
 TICK = 0.1  # seconds between two reads of the files and redraws
+TIMELINE_ROWS = 300  # the newest rows of a timeline the table holds, at least (when there are)
+TIMELINE_SLACK = 100  # rows it takes on before its oldest go, all at once (not one a row)
 
 
 class TextScreen(ModalScreen[None]):
@@ -112,6 +115,7 @@ class WatchApp(App[None]):
         self.texts: dict[int, Text] = {}  # what each Static shows (by id), to skip a same one
         self.selected: tuple[str, str] | None = None  # (trace, session)
         self.shown_rows: list[Row] = []
+        self.row_cells = views.RowCells()
         self.redraws = 0
         self.drawn = -1  # the engine version the lists show
 
@@ -119,12 +123,12 @@ class WatchApp(App[None]):
         yield Static(id="status")
         with Horizontal():
             with Vertical(id="left"):
-                yield DataTable(id="sessions", cursor_type="row", zebra_stripes=True)
+                yield LiveTable(id="sessions", cursor_type="row", zebra_stripes=True)
             with Vertical():
                 yield Static(id="replay")
-                yield DataTable(id="replays", cursor_type="row")
+                yield LiveTable(id="replays", cursor_type="row")
                 yield Static(id="head")
-                yield DataTable(id="timeline", cursor_type="row")
+                yield LiveTable(id="timeline", cursor_type="row")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -147,6 +151,9 @@ class WatchApp(App[None]):
         self.query_one("#timeline", DataTable).add_columns("t (s)", "kind", "what", "")
         self.set_interval(self.tick, self.step)
         self.step()
+        # what is loaded by now (polars, Textual, the rules) stays to the end: the garbage
+        # collector's full passes, which pause the screen, no longer walk through all of it
+        gc.freeze()
 
     def step(self) -> None:
         """Read the files, let the analyzer decide, redraw (unless paused). Ends when the
@@ -225,7 +232,10 @@ class WatchApp(App[None]):
             session = trace.sessions.get(self.selected[1])
             if not self.selected[1]:  # the connection's row: its latest session
                 session = next(reversed(trace.sessions.values()), None)
-        head, rows = views.timeline_rows(trace, session, self.flt)
+        head, rows = views.timeline_rows(
+            trace, session, self.flt, TIMELINE_ROWS + TIMELINE_SLACK, self.row_cells
+        )
+        rows = rows[_window(self.shown_rows, [row for row, _ in rows]) :]
         who = f"{trace.agent}: {session.id if session else '(no session yet)'}"
         self._show(self.w_head, views.t(f"{who}   {head}"))
         table = self.tables["timeline"]
@@ -306,6 +316,19 @@ class WatchApp(App[None]):
         if key in keys:
             table.move_cursor(row=keys.index(key), animate=False)
         table.focus()
+
+
+def _window(shown: list[Row], rows: list[Row]) -> int:
+    """Where the timeline starts in `rows` (the newest TIMELINE_ROWS + TIMELINE_SLACK): at
+    the row it starts at now while that is among them, else at the newest TIMELINE_ROWS. So the
+    table drops its oldest rows a hundred at a time, not one at every new row (each drop
+    moves every row below it, and the table paints them all again)."""
+    if shown:
+        first = shown[0]
+        for i, row in enumerate(rows):
+            if row is first:
+                return i
+    return max(0, len(rows) - TIMELINE_ROWS)
 
 
 def _terminal_alive() -> bool:

@@ -1,10 +1,20 @@
-"""Bringing a Textual `DataTable` to a new list of rows by changing only what changed.
+"""Bringing a Textual `DataTable` to a new list of rows by changing only what changed, and a
+table that paints again only the cells that changed.
 
 The screen redraws ten times a second while records stream in; clearing a table and adding
 every row again each time makes Textual lay out and paint the whole screen at every tick.
 `sync` instead removes the rows that left (a timeline folds its oldest rows), rewrites only
 the cells whose text changed (a growing update count), appends the new rows, and rebuilds
-the table only when the order changed (a filter, another session).
+the table only when the order changed (a filter, another session) or when many rows leave
+at once (one clear, not a removal each: each moves every row below it).
+
+`LiveTable` is the `DataTable` the screen uses: Textual keys its cache of painted cells with
+the table's update count, which every edit bumps, so one growing count (the running replay's
+updates, a streaming message's row) made it paint every visible cell of the table again at
+every tick; it paints a cell again only when the cell (its `Text`), its place or its look
+changed. It overrides `DataTable._render_cell` and reads the table's own row and column
+maps: internals of the pinned Textual (pyproject.toml), which
+`tests/watch/test_screen_bounded.py` checks by counting the cells painted.
 """
 
 from __future__ import annotations
@@ -12,11 +22,67 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from rich.style import Style
 from rich.text import Text
+from textual._types import SegmentLines
+from textual.cache import LRUCache
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 
 Rows = Sequence[tuple[str, list[Text]]]
+PAINTED_KEPT = 1024  # cells a LiveTable keeps painted (a 160 x 50 screen shows about 250)
+
+
+class LiveTable(DataTable[Text]):
+    """A DataTable that paints a cell again only when it changed (see the module)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.painted: LRUCache[tuple[object, ...], tuple[object, SegmentLines]] = LRUCache(
+            PAINTED_KEPT
+        )
+        self.paints = 0  # cells painted (a test's figure)
+        # Textual's own cache of cells is keyed by the update count: its entries are never
+        # hit again after an edit, and 10,000 of them only make the garbage collector slower
+        self._cell_render_cache = LRUCache(PAINTED_KEPT // 4)
+
+    def _render_cell(
+        self,
+        row_index: int,
+        column_index: int,
+        base_style: Style,
+        width: int,
+        cursor: bool = False,
+        hover: bool = False,
+    ) -> SegmentLines:
+        if row_index < 0 or column_index < 0:  # the header, row labels: Textual's own way
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        row_key = self._row_locations.get_key(row_index)
+        column_key = self._column_locations.get_key(column_index)
+        if row_key is None or column_key is None:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        cell = self._data.get(row_key, {}).get(column_key)
+        key = (
+            id(cell),
+            row_index,
+            column_index,
+            base_style,
+            width,
+            cursor,
+            hover,
+            self._show_hover_cursor,
+            self._pseudo_class_state,
+            self.rows[row_key].height,
+        )
+        hit = self.painted.get(key)
+        if hit is not None and hit[0] is cell:
+            return hit[1]
+        lines = super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        # a cell gone whose id this one took: Textual's cache keeps a key's first value
+        self.painted.discard(key)
+        self.painted[key] = (cell, lines)
+        self.paints += 1
+        return lines
 
 
 class Synced:
@@ -33,7 +99,8 @@ class Synced:
         keys = [key for key, _ in rows]
         old = [key for key, _ in self.shown]
         cut = _front_cut(old, keys)
-        if cut is None or (cut and cut == len(old)):  # nothing kept: one clear, not N removals
+        if cut is None or (cut and cut == len(old)) or cut > max(8, len(old) // 8):
+            # nothing kept, or many rows leave: one clear, not a removal each
             self._rebuild(rows)
             return
         table = self.table
@@ -73,4 +140,6 @@ def _front_cut(old: list[str], new: list[str]) -> int | None:
 
 def same_text(a: Text | None, b: Text) -> bool:
     """The same characters in the same styles."""
+    if a is b:
+        return True
     return a is not None and a.plain == b.plain and a.style == b.style and a.spans == b.spans

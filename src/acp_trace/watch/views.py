@@ -165,11 +165,54 @@ def replay_rows(
         yield f"{r.trace}\0{r.request_id}\0{r.session}", cells
 
 
+TIMELINE_STYLE = {"marker": "bold green", "error": "red", "stderr": "dim", "tap": "magenta"}
+
+
+class RowCells:
+    """The cells of each timeline row, made once and made again only when the row changed
+    (a group of updates that grew): a redraw then costs a look-up per row, and a cell that
+    did not change is the same `Text`, which the table does not paint again. Holds the rows
+    of the last call only (bounded by what the timeline shows)."""
+
+    def __init__(self) -> None:
+        self.made: dict[int, tuple[Row, tuple[object, ...], list[Text]]] = {}
+        self.built = 0  # rows whose cells were made (a test's figure)
+
+    def __call__(self, rows: list[Row]) -> list[tuple[Row, list[Text]]]:
+        made, out = {}, []
+        for row in rows:
+            sig = (row.count, row.latency_ms, row.phase)
+            hit = self.made.get(id(row))
+            if hit is None or hit[0] is not row or hit[1] != sig:
+                hit = (row, sig, _row_cells(row))
+                self.built += 1
+            made[id(row)] = hit
+            out.append((row, hit[2]))
+        self.made = made
+        return out
+
+
+def _row_cells(row: Row) -> list[Text]:
+    when = "-" if row.t_ns is None else fixed(row.t_ns / 1e9, 3)
+    extra = f"{seconds(row.latency_ms)}" if row.latency_ms is not None else ""
+    if row.kind == "updates" and row.count > 1:
+        extra = f"x{count(row.count)}"
+    if row.phase:
+        extra = f"phase {terminal(row.phase)}"
+    label = row.label if row.kind != "stderr" else row.label[:400]
+    return [t(when), t(row.kind, TIMELINE_STYLE.get(row.kind, "")), t(label), t(extra)]
+
+
 def timeline_rows(
-    trace: Trace, session: Session | None, flt: Filter, limit: int = 300
+    trace: Trace,
+    session: Session | None,
+    flt: Filter,
+    limit: int = 300,
+    cells: RowCells | None = None,
 ) -> tuple[str, list[tuple[Row, list[Text]]]]:
     """A session's timeline, merged with its connection's own rows (stderr, tap events,
-    initialize), newest last; the first line says how many older rows were folded."""
+    initialize), newest last (the newest `limit`); the head line says how many older rows
+    were folded into counts. `cells` keeps the cells of rows made before."""
     rows = list(trace.stderr.rows) + (list(session.rows) if session else [])
     rows.sort(key=lambda r: (r.seq is None, r.seq or 0))
     if flt.text:
@@ -180,18 +223,8 @@ def timeline_rows(
     if counts:
         top = ", ".join(f"{terminal(k)} {count(n)}" for k, n in counts.most_common(6))
         head = f"{head}; updates: {top}" if head else f"updates: {top}"
-    out = []
-    for row in rows[-limit:]:
-        when = "-" if row.t_ns is None else fixed(row.t_ns / 1e9, 3)
-        extra = f"{seconds(row.latency_ms)}" if row.latency_ms is not None else ""
-        if row.kind == "updates" and row.count > 1:
-            extra = f"x{count(row.count)}"
-        if row.phase:
-            extra = f"phase {terminal(row.phase)}"
-        style = {"marker": "bold green", "error": "red", "stderr": "dim", "tap": "magenta"}
-        label = row.label if row.kind != "stderr" else row.label[:400]
-        out.append((row, [t(when), t(row.kind, style.get(row.kind, "")), t(label), t(extra)]))
-    return head, out
+    shown = rows[-limit:] if limit else []
+    return head, (cells or RowCells())(shown)
 
 
 def message_text(row: Row) -> Text:
