@@ -36,6 +36,12 @@ def _launcher(name: str) -> str | None:
     return found
 
 
+def _script(path: Path, text: str, mode: int) -> Path:
+    path.write_text(text)
+    path.chmod(mode)
+    return path
+
+
 @pytest.mark.parametrize("how", LAUNCHERS)
 def test_the_agent_runs_itself_with_sigkill_as_its_parent_death_signal(how: str) -> None:
     proc = spawn_agent([sys.executable, "-c", REPORT, "a b", "--x"], launcher=_launcher(how))
@@ -52,9 +58,7 @@ def test_the_agent_runs_itself_with_sigkill_as_its_parent_death_signal(how: str)
 def test_a_command_found_on_path_runs(
     how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    script = tmp_path / "my-agent"
-    script.write_text('#!/bin/sh\necho ran "$0"\n')
-    script.chmod(0o755)
+    _script(tmp_path / "my-agent", '#!/bin/sh\necho ran "$0"\n', 0o755)
     monkeypatch.setenv("PATH", f"{tmp_path / 'empty'}{os.pathsep}{tmp_path}")
     proc = spawn_agent(["my-agent"], launcher=_launcher(how))
     out, _err = proc.communicate(timeout=60)
@@ -65,12 +69,8 @@ def test_a_command_found_on_path_runs(
 def test_what_cannot_run_is_one_cannot_start_error(
     how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    plain = tmp_path / "not-executable"
-    plain.write_text("#!/bin/sh\n")
-    plain.chmod(0o644)
-    orphan = tmp_path / "no-interpreter"
-    orphan.write_text("#!/nonexistent/interpreter -x\n")
-    orphan.chmod(0o755)
+    plain = _script(tmp_path / "not-executable", "#!/bin/sh\n", 0o644)
+    orphan = _script(tmp_path / "no-interpreter", "#!/nonexistent/interpreter -x\n", 0o755)
     monkeypatch.setenv("PATH", str(tmp_path))
     launcher = _launcher(how)
     cases = {
