@@ -227,3 +227,28 @@ def test_the_replays_table_lists_the_newest_and_the_slowest_not_every_replay() -
     assert ids == [str(n) for n in range(999, 999 - views.REPLAYS_SHOWN, -1)] + ["10"]
     odd = [k.split("\0")[1] for k, _ in views.replay_rows(engine, views.Filter(session="s1"))]
     assert len(odd) == views.REPLAYS_SHOWN and all(int(i) % 2 for i in odd)
+
+
+def test_a_copied_frame_is_the_same_rows_and_types() -> None:
+    """fold.copy (what the engine keeps after a fold, through Arrow IPC in memory): every
+    column of the records' schema, nulls and all, comes back equal, with the same types."""
+    import polars as pl
+    from polars.testing import assert_frame_equal
+
+    from acp_trace.trace.lines import SCHEMA
+    from acp_trace.watch.fold import copy
+
+    rows = 2_000
+    big = pl.DataFrame(
+        {name: pl.Series(name, [None] * rows, dtype=dtype) for name, dtype in SCHEMA.items()}
+    ).with_columns(
+        pl.format("line {} of a message", pl.int_range(rows)).alias("msg"),
+        pl.int_range(rows).alias("seq"),
+        pl.int_range(rows).cast(SCHEMA["part"]).alias("part"),
+        (pl.int_range(rows) % 2 == 0).alias("truncated"),
+    )
+    few = big.filter(pl.col("seq") % 500 == 0)
+    copied = copy(few)
+    assert copied.schema == few.schema == pl.Schema(SCHEMA)
+    assert_frame_equal(copied, few)
+    assert copied["msg"].to_list() == [f"line {n} of a message" for n in (0, 500, 1000, 1500)]

@@ -32,6 +32,7 @@ updates but the newest go too (counted: its history counts stay whole).
 
 from __future__ import annotations
 
+import io
 import re
 
 import polars as pl
@@ -169,8 +170,13 @@ def thin(
 
 
 def copy(frame: pl.DataFrame) -> pl.DataFrame:
-    """A frame that owns its buffers (through Arrow: the strings are copied)."""
-    copied = pl.from_arrow(frame.to_arrow())
-    if isinstance(copied, pl.DataFrame) and copied.schema == frame.schema:
-        return copied
-    return frame
+    """A frame that owns its buffers: written to Arrow IPC in memory and read back, so the
+    strings are copied and no buffer of the frames it came from is kept. (A round trip
+    through pyarrow, `from_arrow(to_arrow())`, left about 1.3 MB of pyarrow's memory
+    allocated for every hundred replays a watcher followed, with a single frame alive:
+    docs/performance.md, "The screen over minutes".)"""
+    buffer = io.BytesIO()
+    frame.write_ipc(buffer)
+    buffer.seek(0)
+    copied = pl.read_ipc(buffer)
+    return copied if copied.schema == frame.schema else frame
