@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from acp_trace import credentials
-from acp_trace.record.secrets import (
+from acp_trace.redaction.secrets import (
     CREDENTIAL_PARTS,
     CREDENTIAL_WORDS,
     REDACTED,

@@ -12,7 +12,7 @@ from collections import OrderedDict
 from typing import Any
 
 from acp_trace.credentials.values import child, spell
-from acp_trace.record.secrets import (
+from acp_trace.redaction.secrets import (
     REDACTED,
     may_scrub,
     names_credential,
