@@ -203,7 +203,7 @@ def test_no_redact_content_and_no_redact_keep_free_text() -> None:
     assert KEY.encode() in record(prompt, "client", off)["_raw"]
     assert record(KEY.encode(), "stderr", off)["text"] == KEY
     header = Redactor().policy.header()
-    assert header["policy"] == "acp-secrets/3"
+    assert header["policy"] == "acp-secrets/4"
     assert "anthropic-api-key" in header["content"]["kinds"]
     assert header["content"]["source"]["license"] == "MIT"
 

@@ -639,10 +639,13 @@ def test_lines_that_cannot_hold_a_secret_stay_recorded(
     assert kind in rec and "redaction" not in rec
 
 
-def test_stderr_is_recorded_as_is_without_patterns() -> None:
-    """stderr is never parsed for secrets: only --redact-stderr patterns touch it."""
+def test_stderr_is_never_read_as_a_message() -> None:
+    """stderr is text, never a JSON-RPC message: the ACP rules do not apply to it (no
+    placeholder, no paths); a `NAME value` phrase has its value replaced (free_text.py)."""
     line = b'{"jsonrpc":"2.0","id":1,"method":"authenticate","params":{"apiKey":"%s"}}' % S.encode()
-    assert record(line, "stderr")["text"] == line.decode()
+    rec = record(line, "stderr")
+    assert rec["text"] == line.decode().replace(S, "<redacted:credential-phrase>")
+    assert "redacted" not in rec and "bytes" not in rec
 
 
 def test_redact_stderr_patterns_replace_matches() -> None:
@@ -892,12 +895,12 @@ def test_the_docs_table_lists_every_rule() -> None:
         for path in rule.paths:
             base = path.removesuffix(" (credentials)")
             assert (f"`{base}` (credentials)" if base != path else f"`{base}`") in row, row
-    assert redactor.POLICY["policy"] == "acp-secrets/3" and f"{policy.POLICY_ID}" in section
+    assert redactor.POLICY["policy"] == "acp-secrets/4" and f"{policy.POLICY_ID}" in section
 
 
 def test_recording_redacts_the_header_and_stderr(tmp_path: Path) -> None:
     """End to end: `record --redact-stderr` replaces stderr matches and the header's command."""
-    (tmp_path / "err").write_bytes(b"token hunter2-secret leaked\n")
+    (tmp_path / "err").write_bytes(b"leaked hunter2-secret here\n")
     (tmp_path / "in").write_bytes(line_of(req("authenticate", {"methodId": "k", "key": S})) + b"\n")
     trace = tmp_path / "t.jsonl"
     agent = [
@@ -933,6 +936,6 @@ def test_recording_redacts_the_header_and_stderr(tmp_path: Path) -> None:
     ]
     assert head["redaction"]["stderr_patterns"] == 1
     errs = [r for r in lines[1:] if r.get("src") == "stderr"]
-    assert errs[0]["text"] == "token <redacted> leaked" and errs[0]["redaction"].startswith(
+    assert errs[0]["text"] == "leaked <redacted> here" and errs[0]["redaction"].startswith(
         "1 match"
     )

@@ -31,10 +31,12 @@ _JSON_KINDS = frozenset({"header", "event"})  # their `text` is a JSON object
 
 
 def scrub_records(records: pl.DataFrame) -> pl.DataFrame:
-    """`records` with credentials in `msg` and `text` replaced (the same frame when none)."""
+    """`records` with credentials in `msg` and `text` replaced (the same frame when none);
+    stderr's text also loses the values of `NAME value` phrases, as in the tap."""
     out = records
-    keywords = credentials.keywords()
+    keywords = credentials.keywords()  # every phrase's NAME holds one too
     kinds = records["kind"] if "kind" in records.columns else None
+    srcs = records["src"] if "src" in records.columns else None
     for column in ("msg", "text"):
         if column not in records.columns or records[column].dtype != pl.String:
             continue
@@ -51,7 +53,11 @@ def scrub_records(records: pl.DataFrame) -> pl.DataFrame:
             continue
         values = records[column].gather(rows).to_list()
         row_kinds = kinds.gather(rows).to_list() if kinds is not None else [None] * len(rows)
-        new = [_cell(v, column, k) for v, k in zip(values, row_kinds, strict=True)]
+        stderr = srcs.gather(rows).to_list() if srcs is not None else [None] * len(rows)
+        new = [
+            _cell(v, column, k, phrases=src == "stderr")
+            for v, k, src in zip(values, row_kinds, stderr, strict=True)
+        ]
         if new != values:
             out = out.with_columns(out[column].scatter(rows, pl.Series(new, dtype=pl.String)))
     if kinds is not None and "text" in records.columns:
@@ -59,7 +65,7 @@ def scrub_records(records: pl.DataFrame) -> pl.DataFrame:
     return out
 
 
-def _cell(value: str | None, column: str, kind: str | None) -> str | None:
+def _cell(value: str | None, column: str, kind: str | None, *, phrases: bool) -> str | None:
     if value is None:
         return None
     if column == "msg" or kind in _JSON_KINDS:
@@ -69,14 +75,16 @@ def _cell(value: str | None, column: str, kind: str | None) -> str | None:
             data = base64.b64decode(value, validate=True)
         except ValueError:
             return value
-        new, found = redact_text(data, LineState())
+        new, found = redact_text(data, LineState(), phrases=phrases)
         return base64.b64encode(new).decode() if found else value
-    return _text(value)
+    return _text(value, phrases=phrases)
 
 
-def _text(value: str) -> str:
-    """A line of text redacted as the tap redacts one (free_text.redact_text)."""
-    new, found = redact_text(value.encode("utf-8", "surrogatepass"), LineState())
+def _text(value: str, *, phrases: bool = False) -> str:
+    """A line of text redacted as the tap redacts one (free_text.redact_text; `phrases`:
+    a line of stderr)."""
+    data = value.encode("utf-8", "surrogatepass")
+    new, found = redact_text(data, LineState(), phrases=phrases)
     return new.decode("utf-8", "surrogatepass") if found else value
 
 

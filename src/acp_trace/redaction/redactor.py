@@ -24,7 +24,8 @@ Credentials in free text (free_text.py, acp_trace.credentials): unless the polic
 such span becomes `<redacted:KIND>` and its path is listed; a line of text (stray stdout,
 stderr) has the same spans replaced and says how many (`redaction`).
 
-`stderr` lines are text: credentials replaced, then the `--redact-stderr` patterns.
+`stderr` lines are text: credentials replaced (and the value of a `NAME value` phrase such as
+`using key VALUE`: free_text.py), then the `--redact-stderr` patterns.
 """
 
 from __future__ import annotations
@@ -302,9 +303,11 @@ class Redactor:
 
     def _stderr_payload(self, line: bytes, max_bytes: int | None, original: int) -> bytes:
         notes, kinds = [], list[str]()
-        if self.content and free_text.may_hold(line):
+        if self.content and free_text.may_hold(line, phrases=True):
             have_all = len(line) >= original
-            line, kinds = free_text.redact_text(line, self._lines["stderr"], have_all=have_all)
+            line, kinds = free_text.redact_text(
+                line, self._lines["stderr"], have_all=have_all, phrases=True
+            )
         elif self.content and self._lines["stderr"].open:
             line, kinds = self._lines["stderr"].redact(line)  # inside a private key block
         if kinds:
