@@ -1,7 +1,8 @@
 """Credentials in free text, replaced in the records table that `export`, `report` and the
 dataset write (docs/outputs.md), by the recorder's own functions (free_text.py): the same
 detection and the same replacement as the tap's, for traces recorded before it existed
-(policy `acp-secrets/2` and older), with `--no-redact-content`, or imported.
+(policies before `acp-secrets/4`: phrases on stderr; before `/3`: every credential), with
+`--no-redact-content`, or imported.
 
 `scrub_records` rewrites the records' `msg` and `text` cells that hold a credential; every
 other cell, and every row without one, stays as it was. A message is parsed, its strings
