@@ -21,7 +21,7 @@ import sys, time, json
 sys.path.insert(0, sys.argv[1])
 sys.path.insert(0, sys.argv[2])
 from echo_agent import message
-from acp_trace.record.redact import Redactor
+from acp_trace.redaction.redactor import Redactor
 size, total, kind = int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 line = message(0, size).rstrip(b"\\n")
 if kind == "keyword":  # a file read answered: words the prefilter stops at, no credential

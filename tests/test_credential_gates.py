@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from acp_trace.credentials import may_hold, names_credential
 from acp_trace.credentials.assignment import ASSIGN_GATE, find_assignments
 from acp_trace.credentials.names import NAME_GATE, may_name_credential
-from acp_trace.record import secrets
-from acp_trace.record.secrets import scrub_text, scrub_words
+from acp_trace.redaction import secrets
+from acp_trace.redaction.secrets import scrub_text, scrub_words
 
 PIECES = (
     "token",
@@ -216,18 +216,18 @@ def test_a_meta_the_fast_path_skips_is_one_the_rules_leave_alone(value: dict) ->
     """The recorder skips the exact path for a notification whose only needle is `_meta`
     when `_inert_meta` says so: then redacting it exactly changes nothing, and the payload
     is the one the exact path gives."""
-    from acp_trace.record import redact
-    from acp_trace.record.redact import RedactionPolicy, Redactor
+    from acp_trace.redaction import redactor
+    from acp_trace.redaction.redactor import RedactionPolicy, Redactor
 
     message = {"jsonrpc": "2.0", "method": "session/update", "params": {"_meta": value}}
     line = json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode(
         "utf-8", "surrogatepass"
     )
     fast = Redactor(RedactionPolicy(content=False)).line_payload(line, "agent")
-    original = redact._inert_meta
+    original = redactor._inert_meta
     try:
-        redact._inert_meta = lambda *_args: False  # type: ignore[assignment]
+        redactor._inert_meta = lambda *_args: False  # type: ignore[assignment]
         exact = Redactor(RedactionPolicy(content=False)).line_payload(line, "agent")
     finally:
-        redact._inert_meta = original  # type: ignore[assignment]
+        redactor._inert_meta = original  # type: ignore[assignment]
     assert fast == exact, line

@@ -123,7 +123,7 @@ NAMES = [("apiKey", True), ("GITHUB_PAT", True), ("client_secret", True), ("keyb
 @pytest.mark.parametrize(("name", "expected"), NAMES)
 def test_credential_names_are_the_recorders(name: str, expected: bool) -> None:
     """NAME=value uses the same rule as the recorder's keys, flags and variables."""
-    from acp_trace.record.secrets import names_credential as recorders
+    from acp_trace.redaction.secrets import names_credential as recorders
 
     assert names_credential(name) is expected and recorders is names_credential
 

@@ -215,7 +215,7 @@ def _json(line: str) -> Any:
 # Where each command of the CLI meets hostile input (odd values, lone surrogates, escapes,
 # signals, closed pipes). A new command cannot land without a line here naming its tests.
 HOSTILE_COVERAGE = {
-    "record": ["tests/record/test_reliability.py", "tests/record/test_redact.py"],
+    "record": ["tests/record/test_reliability.py", "tests/redaction/test_redactor.py"],
     "mock": ["tests/mock/test_mock_hostile.py"],
     "watch": ["tests/watch/test_screen.py", "tests/watch/test_cli_watch.py"],
     "mcp": ["tests/mcpserver/test_server.py"],

@@ -25,15 +25,16 @@ MAY_IMPORT: dict[str, set[str]] = {
     "quantities": set(),
     "credentials": set(),
     "trace": set(),
-    "record": {"trace.format"},
+    "redaction": {"trace.format", "credentials"},
+    "record": {"trace.format", "redaction"},
     "analysis": {"trace"},
-    "render": {"trace", "analysis"},
+    "render": {"trace", "analysis", "redaction"},
     "demo": set(),
     "demo.run": {"trace", "analysis", "render"},
-    "mock": {"trace", "demo"},
+    "mock": {"trace", "demo", "redaction", "credentials"},
     "fleet": {"trace", "analysis", "render"},
     "watch": {"trace", "analysis", "render"},
-    "mcpserver": {"trace", "analysis", "render"},
+    "mcpserver": {"trace", "analysis", "render", "redaction"},
     "drive": {"trace", "analysis", "render", "demo", "mock", "record.trace_file"},
     "pytest_plugin": {"trace", "analysis", "render", "demo", "drive"},
     "cli": {"*"},
@@ -42,7 +43,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "": {"*"},
     "__main__": {"*"},
 }
-SHARED = {"errors", "jsonrpc", "files", "processes", "quantities", "credentials"}
+# credentials/ is no shared vocabulary: the tap and the outputs redact through redaction/.
+SHARED = {"errors", "jsonrpc", "files", "processes", "quantities"}
 
 
 def _module_name(path: Path) -> str:
@@ -157,10 +159,17 @@ def test_only_cli_imports_typer() -> None:
 
 @pytest.mark.parametrize(
     "statement",
-    ["import acp_trace", "import acp_trace.record.tap", "import acp_trace.trace.format"],
+    [
+        "import acp_trace",
+        "import acp_trace.record.tap",
+        "import acp_trace.record.writer",
+        "import acp_trace.redaction.redactor",
+        "import acp_trace.trace.format",
+    ],
 )
 def test_the_recorder_does_not_load_the_analyzer(statement: str) -> None:
-    """Importing the package root or the recorder loads neither polars nor matplotlib."""
+    """Importing the package root, the recorder or its redaction loads neither polars nor
+    matplotlib."""
     code = f"{statement}; import sys; print(sorted({{'polars', 'matplotlib', 'numpy'}} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

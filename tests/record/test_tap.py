@@ -64,7 +64,7 @@ def test_header_names_the_agent_and_the_recorder(tmp_path: Path) -> None:
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", head["started_at"])
     assert head["command"][:2] == AGENT and head["cwd"] == os.getcwd()
     assert isinstance(head["pid"], int) and head["recorder"].startswith("acp-trace ")
-    assert head["redaction"]["policy"] == "acp-secrets/3"
+    assert head["redaction"]["policy"] == "acp-secrets/4"
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
 """Credentials in free text in what `export`, `report` and `mock` write, for traces recorded
-before the recorder found them (render/scrub.py, mock/scrub.py), and charts that cannot be
+before the recorder found them (redaction/records.py, mock/scrub.py), and charts that cannot be
 drawn or are fed hostile labels (render/plots/_fit.py, the report bundle)."""
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from acp_trace import analyze
 from acp_trace.cli import app
 from acp_trace.errors import OutputError
 from acp_trace.mock.recording import load_connections
+from acp_trace.redaction.records import scrub_records
 from acp_trace.render import plots
 from acp_trace.render.plots._fit import cap_texts
 from acp_trace.render.report import bundle
 from acp_trace.render.report.bundle import write_report
-from acp_trace.render.scrub import scrub_records
 from test_credentials import GITHUB, JWT, PEM, PEM_BODY
 from tracebuilder import TraceBuilder
 

@@ -83,7 +83,7 @@ def test_written_lines_read_back_as_the_same_payloads(recorded: list[tuple[str, 
             assert src != "stderr"
             assert row["msg"].encode() == line.strip(b" \t\r")
         elif row["kind"] == "text" and row["text"] == f"<redacted: {len(line)} bytes>":
-            assert src != "stderr"  # a line that may hold a secret (record/redact.py)
+            assert src != "stderr"  # a line that may hold a secret (redaction/redactor.py)
         elif row["kind"] == "text":
             assert row["text"].encode() == line
         else:

@@ -10,7 +10,9 @@ so it imports nothing of acp_trace. What it finds:
   Google (GCP) API keys;
 - our own (`local.py`): `Authorization` values, `Bearer` and `Basic` credentials, the password
   of a URL, `NAME=value` where NAME names a credential (`names_credential`), and a private key
-  block cut short (no END line).
+  block cut short (no END line);
+- for stderr only (`redact_phrases`, assignment.py): the value in a `NAME value` phrase
+  (`using key VALUE`, `token: VALUE`) where NAME names a credential and VALUE looks like one.
 
 Every rule is an RE2 regex (google-re2: linear time, whatever the input), run only on text
 where one of its keywords occurs (one Aho-Corasick pass over the lowercased text, as gitleaks
@@ -23,7 +25,7 @@ from dataclasses import dataclass
 
 import ahocorasick_rs
 
-from acp_trace.credentials.assignment import may_assign
+from acp_trace.credentials.assignment import find_phrases, may_assign
 from acp_trace.credentials.local import BLOCK_END, BLOCK_START, Rule, rules
 from acp_trace.credentials.names import (
     CREDENTIAL_PARTS,
@@ -50,6 +52,7 @@ __all__ = [
     "names_credential",
     "placeholder",
     "redact_bytes",
+    "redact_phrases",
     "redact_str",
     "source",
 ]
@@ -101,9 +104,12 @@ def keywords() -> list[str]:
     return list(_KEYWORDS)
 
 
+PHRASE_KIND = "credential-phrase"
+
+
 def kinds() -> list[str]:
     """Every kind this module can find, for the trace header and the docs."""
-    return sorted({rule.kind for rule in RULES})
+    return sorted({rule.kind for rule in RULES} | {PHRASE_KIND})
 
 
 def source() -> dict[str, str]:
@@ -169,6 +175,22 @@ def redact_bytes(data: bytes) -> tuple[bytes, list[str]]:
         last = item.end
     out.append(data[last:])
     return b"".join(out), [item.kind for item in found]
+
+
+def redact_phrases(data: bytes, *, cut: bool = False) -> tuple[bytes, list[str]]:
+    """`data` with the value of each `NAME value` phrase replaced (assignment.py; stderr
+    only); the kinds replaced. `cut`: `data` is the first bytes of a longer line."""
+    if not may_name_credential(data):
+        return data, []
+    spans = find_phrases(data, cut=cut)
+    if not spans:
+        return data, []
+    out, last = [], 0
+    for start, end in spans:
+        out += [data[last:start], placeholder(PHRASE_KIND)]
+        last = end
+    out.append(data[last:])
+    return b"".join(out), [PHRASE_KIND] * len(spans)
 
 
 def redact_str(text: str) -> tuple[str, list[str]]:

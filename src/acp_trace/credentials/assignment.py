@@ -76,3 +76,43 @@ def _name_start(data: bytes, at: int) -> int | None:
         if at - start > NAME_LIMIT:
             return None
     return start if data[start] in _FIRST else None
+
+
+# ---------------------------------------------------------------- `NAME value` phrases
+
+# The same names in a phrase rather than an assignment: `using key VALUE`, `token: VALUE`,
+# `"apiKey": "VALUE"` (a closing quote, spaces, one `:` or blanks, an opening quote). Only
+# stderr is read for them (redaction/free_text.py): in prose and source files such phrases
+# are common and seldom hold a secret. The value must look like one: 8 or more token
+# characters, not starting like a path or a flag, with both a letter and a digit.
+_RUN = re.compile(rb"[A-Za-z0-9_.\-]+")
+# Possessive: each part is read once, whatever a long run of blanks is followed by.
+_PHRASE = re.compile(rb"""["']?+[ \t]*+(?::[ \t]*+)?["']?+([A-Za-z0-9_+][A-Za-z0-9._~+/\-]*+=*+)""")
+_LETTER, _DIGIT = re.compile(rb"[A-Za-z]"), re.compile(rb"[0-9]")
+PHRASE_MIN = 8
+
+
+def find_phrases(data: bytes, *, cut: bool = False) -> list[tuple[int, int]]:
+    """The spans of the values of `NAME value` phrases in `data` where NAME names a
+    credential (see above). `cut`: `data` is the first bytes of a longer line, and a value
+    that reaches its end is replaced whatever it looks like (the rest of it is not there)."""
+    spans: list[tuple[int, int]] = []
+    for run in _RUN.finditer(data):
+        name = run.group()
+        if len(name) > NAME_LIMIT or name[0] not in _FIRST or name[-1:] in b".-":
+            continue
+        if not names_credential(name.decode("latin-1")):
+            continue
+        value = _PHRASE.match(data, run.end())
+        if value is None:
+            continue
+        begin, end = value.span(1)
+        if not any(c in b" \t:" for c in data[run.end() : begin]):
+            continue  # `NAME"VALUE`: no phrase
+        if (cut and end == len(data)) or _looks_secret(data[begin:end]):
+            spans.append((begin, end))
+    return spans
+
+
+def _looks_secret(value: bytes) -> bool:
+    return len(value) >= PHRASE_MIN and bool(_LETTER.search(value) and _DIGIT.search(value))

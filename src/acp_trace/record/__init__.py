@@ -1,3 +1,4 @@
-"""The recorder behind `acp-trace record`: the tap, the trace writer, the trace file and
-redaction. It imports only the shared vocabulary (`errors`, `jsonrpc`) and the bytes of the
-trace format (`acp_trace.trace.format`), never the analyzer: recording starts fast."""
+"""The recorder behind `acp-trace record`: the tap, the trace writer and the trace file. It
+imports only the shared vocabulary (`errors`, `jsonrpc`, ...), the bytes of the trace format
+(`acp_trace.trace.format`) and the redaction of the recorded copy (`acp_trace.redaction`),
+never the analyzer: recording starts fast."""

@@ -107,7 +107,7 @@ class _Tap:
         return exit_code(returncode)
 
     def _header(self, started_at: str, pid: int) -> dict[str, Any]:
-        from acp_trace.record.redact import RedactionPolicy, redact_command
+        from acp_trace.redaction.redactor import RedactionPolicy, redact_command
 
         options = self.options
         command, redacted = options.command, list[str]()
@@ -427,7 +427,7 @@ def record(
     if not options.command:
         raise RecordError("no agent command (acp-trace record [OPTIONS] -- AGENT [ARGS...])")
     if options.redact_stderr:  # a bad --redact-stderr pattern fails before the agent starts
-        from acp_trace.record.redact import RedactionPolicy, Redactor
+        from acp_trace.redaction.redactor import RedactionPolicy, Redactor
 
         Redactor(RedactionPolicy(options.redact, tuple(options.redact_stderr)))
     target = open_trace(options, os.environ)

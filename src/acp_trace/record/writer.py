@@ -36,7 +36,6 @@ from acp_trace.record import account
 from acp_trace.record.account import StreamAccount, WriterState
 from acp_trace.record.backlog import SPILL_AT, Backlog, keep_up
 from acp_trace.record.options import RecordOptions
-from acp_trace.record.redact import RedactionPolicy, Redactor, line_payload
 from acp_trace.record.ring import (
     CHUNK,
     CLOSE,
@@ -53,6 +52,7 @@ from acp_trace.record.ring_reader import RingReader
 from acp_trace.record.sink import TraceSink
 from acp_trace.record.trace_file import TraceTarget
 from acp_trace.record.writer_process import Watchdog
+from acp_trace.redaction.redactor import RedactionPolicy, Redactor, line_payload
 from acp_trace.trace.format import encode_event, encode_payload, encode_record
 
 BATCH_BYTES = 1 << 20  # frames taken per write

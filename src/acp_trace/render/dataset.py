@@ -89,9 +89,9 @@ def _day(started: Any) -> Any:
 
 def dataset_tables(a: Analysis) -> dict[str, pl.DataFrame]:
     """The four tables of an analysis as the dataset stores them (ids, version, agent and
-    date added); credentials in free text replaced (render/scrub.py), as in every export."""
+    date added); credentials in free text replaced (export.scrubbed), as in every export."""
+    from acp_trace.render.export import scrubbed
     from acp_trace.render.export import tables as export_tables
-    from acp_trace.render.scrub import scrubbed
 
     a = scrubbed(a)
     base = export_tables(a) | {"turns": portable(a.turns)}

@@ -65,11 +65,9 @@ def write_export(
     """Export an analysis: a directory of tables (parquet, csv) or one JSON file (perfetto:
     `out`, or `out/trace.json` when `out` is a directory or ends in `/`). Every file holds
     trace contents: 0600, new directories 0700 (`acp_trace.files`). Credentials in free text
-    are replaced first (render/scrub.py) unless `redact_content` is false. CSV cells are
+    are replaced first (`scrubbed`) unless `redact_content` is false. CSV cells are
     exact, as in Parquet, unless `spreadsheet` (cells that start like a formula neutralized)."""
     if redact_content:
-        from acp_trace.render.scrub import scrubbed
-
         a = scrubbed(a)
     if fmt == "perfetto":
         from acp_trace.render.perfetto import trace_events
@@ -94,6 +92,17 @@ def write_export(
             write_file(path, csv_text(df, spreadsheet=spreadsheet))
         written.append(path)
     return written
+
+
+def scrubbed(a: Analysis) -> Analysis:
+    """The analysis of the same records with credentials in free text replaced as the tap
+    replaces them (redaction/records.py), `a` itself when there are none: what every
+    output that holds trace contents (export, report, dataset) is made from."""
+    from acp_trace.analysis.front import Analysis
+    from acp_trace.redaction.records import scrub_records
+
+    records = scrub_records(a.records)
+    return a if records is a.records else Analysis(records, marker_meta=a.marker_meta)
 
 
 def perfetto_target(out: str | os.PathLike[str], name: str = "") -> Path:

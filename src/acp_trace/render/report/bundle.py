@@ -75,10 +75,10 @@ def write_report(
     redact_content: bool = True,
 ) -> ReportFiles:
     """Write report.md, report.html, replays.csv and the charts of an analysis into `out_dir`;
-    credentials in free text are replaced first (render/scrub.py) unless `redact_content`
+    credentials in free text are replaced first (export.scrubbed) unless `redact_content`
     is false."""
     if redact_content:
-        from acp_trace.render.scrub import scrubbed
+        from acp_trace.render.export import scrubbed
 
         a = scrubbed(a)
     out = output_dir(out_dir)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from acp_trace import credentials
-from acp_trace.record.secrets import (
+from acp_trace.redaction.secrets import (
     CREDENTIAL_PARTS,
     CREDENTIAL_WORDS,
     REDACTED,
@@ -21,7 +21,8 @@ from acp_trace.record.secrets import (
 )
 
 # 3: credentials in free text (acp_trace.credentials), `content` in the header
-POLICY_ID = "acp-secrets/3"
+# 4: a header's or variable's `_meta` redacted as its value; `NAME value` phrases on stderr
+POLICY_ID = "acp-secrets/4"
 CONTENT_PLACEHOLDER = "<redacted:KIND>"
 PLACEHOLDER = "<redacted: N bytes>"
 
@@ -47,7 +48,9 @@ RULES = (
         "request",
         (
             "params.mcpServers[].env[].value",
+            "params.mcpServers[].env[]._meta.**",
             "params.mcpServers[].headers[].value",
+            "params.mcpServers[].headers[]._meta.**",
             "params.mcpServers[].args[] (credentials)",
             "params.mcpServers[].url (credentials)",
             "params.mcpServers[].<credential-named key>",
@@ -74,6 +77,7 @@ RULES = (
         "response",
         (
             "result.authMethods[].env[].value",
+            "result.authMethods[].env[]._meta.**",
             "result.authMethods[].env.*",
             "result.authMethods[].args[] (credentials)",
             "result.authMethods[].<credential-named key>",
@@ -92,7 +96,7 @@ RULES = (
         ("terminal/create",),
         "agent",
         "request",
-        ("params.env[].value", "params.args[] (credentials)"),
+        ("params.env[].value", "params.env[]._meta.**", "params.args[] (credentials)"),
         "v1: the environment and arguments of a command the agent runs in the client",
     ),
     Rule(

@@ -1,4 +1,4 @@
-"""Tests of the URL scrubbing in record/secrets.py: the leftmost scheme letter on, in linear time."""
+"""Tests of the URL scrubbing in redaction/secrets.py: the leftmost scheme letter on, in linear time."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acp_trace.record import secrets
+from acp_trace.redaction import secrets
 
 # The plain form of the pattern (quadratic on a long run of scheme characters without `://`):
 # the reference the linear one must equal.
@@ -51,7 +51,7 @@ def test_a_long_run_without_a_url_is_read_in_linear_time() -> None:
     # the plain pattern read the run again from every character: 4 to 7 s for the line,
     # about half an hour for the argument
     code = (
-        "from acp_trace.record import secrets\n"
+        "from acp_trace.redaction import secrets\n"
         "line = 'a1' * 30000 + '!b://u:p@h'\n"
         "assert secrets.fragment_may_hold_secret(line) == 'it has a credential flag, header or URL'\n"
         "word = 'x' * 1_000_000 + '!b://u:p@h'\n"
@@ -72,7 +72,7 @@ def test_a_quote_left_open_is_read_in_linear_time() -> None:
     once and the flag still redacted, in a process whose timeout only guards against a hang."""
     # trying each `"` as a quote again took 71 s for 60 KB
     code = (
-        "from acp_trace.record import secrets\n"
+        "from acp_trace.redaction import secrets\n"
         "line = '--token=x ' + '\\\\\"' * 300_000\n"
         "assert secrets.scrub_text(line).startswith('--token=<redacted> ')\n"
     )

@@ -12,7 +12,7 @@ from collections import OrderedDict
 from typing import Any
 
 from acp_trace.credentials.values import child, spell
-from acp_trace.record.secrets import (
+from acp_trace.redaction.secrets import (
     REDACTED,
     may_scrub,
     names_credential,
@@ -209,8 +209,10 @@ def _list(items: list[Any], where: str) -> list[str]:
 
 
 def _pairs(obj: dict[str, Any], key: str, where: str) -> list[str]:
-    """`[{name, value}, ...]`: every `value`; `{NAME: value, ...}`: every value; anything
-    else (a string such as `"TOKEN=x"`, a number) replaced whole. Names stay."""
+    """`[{name, value, _meta}, ...]` (an HttpHeader, an EnvVariable): every `value`, and every
+    value under its `_meta` as the pair's own value (`_pair_meta`); `{NAME: value, ...}`:
+    every value; anything else (a string such as `"TOKEN=x"`, a number) replaced whole.
+    Names stay."""
     pairs, path = obj[key], child(where, key)
     if isinstance(pairs, dict):
         return [_replace(pairs, name, path) for name in list(pairs) if _secret(pairs[name])]
@@ -221,9 +223,31 @@ def _pairs(obj: dict[str, Any], key: str, where: str) -> list[str]:
         if isinstance(pair, dict):
             if _secret(pair.get("value")):
                 paths.append(_replace(pair, "value", f"{path}[{index}]"))
+            if "_meta" in pair:
+                paths += _pair_meta(pair, f"{path}[{index}]")
         elif _secret(pair):
             pairs[index] = REDACTED
             paths.append(f"{path}[{index}]")
+    return paths
+
+
+def _pair_meta(pair: dict[str, Any], where: str) -> list[str]:
+    """A pair's `_meta` holds what its value holds (issue 44: a header's value moved there):
+    every value under it that is not null is replaced, at any depth, keys kept; a `_meta`
+    that is no object or array (a string, a number) is replaced whole. Iterative."""
+    if not isinstance(pair["_meta"], dict | list):
+        return [_replace(pair, "_meta", where)] if _secret(pair["_meta"]) else []
+    paths: list[str] = []
+    stack: list[tuple[Any, Any]] = [(pair["_meta"], (None, child(where, "_meta")))]
+    while stack:
+        node, trail = stack.pop()
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        for step, value in list(items):
+            if isinstance(value, dict | list):
+                stack.append((value, (trail, step)))
+            elif _secret(value):
+                node[step] = REDACTED
+                paths.append(spell((trail, step)))
     return paths
 
 

@@ -1,4 +1,4 @@
-"""Credentials in free text in the recorded copy (record/redact_content.py): in any string of
+"""Credentials in free text in the recorded copy (redaction/free_text.py): in any string of
 any message, in stray stdout and stderr, spelled with JSON escapes, in hostile lines, cut
 lines; `--no-redact-content` and `--no-redact` keep them; the header says the policy."""
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from acp_trace.record.redact import RedactionPolicy, Redactor
+from acp_trace.redaction.redactor import RedactionPolicy, Redactor
 from test_credentials import AWS, GITHUB, JWT, PEM, PEM_BODY, SLACK
 from testpaths import SCRIPTS
 
@@ -203,7 +203,7 @@ def test_no_redact_content_and_no_redact_keep_free_text() -> None:
     assert KEY.encode() in record(prompt, "client", off)["_raw"]
     assert record(KEY.encode(), "stderr", off)["text"] == KEY
     header = Redactor().policy.header()
-    assert header["policy"] == "acp-secrets/3"
+    assert header["policy"] == "acp-secrets/4"
     assert "anthropic-api-key" in header["content"]["kinds"]
     assert header["content"]["source"]["license"] == "MIT"
 
@@ -213,7 +213,7 @@ def test_hostile_lines_never_leak_and_stay_linear() -> None:
     a subprocess under a generous hang guard."""
     code = textwrap.dedent(
         f"""
-        from acp_trace.record.redact import Redactor
+        from acp_trace.redaction.redactor import Redactor
         key = {KEY!r}.encode()
         r = Redactor()
         lines = [

@@ -18,13 +18,14 @@ for the payload of each recorded line, which never fails open:
 5. A line longer than --max-record-bytes is judged by its first bytes (the rest is never
    recorded); one that may hold a secret there becomes a placeholder.
 
-Credentials in free text (redact_content.py, acp_trace.credentials): unless the policy's
+Credentials in free text (free_text.py, acp_trace.credentials): unless the policy's
 `content` is off (`--no-redact-content`), a message whose bytes have a rule's keyword (or a
 `\\u` escape) and whose strings hold a credential goes down the exact path too, where each
 such span becomes `<redacted:KIND>` and its path is listed; a line of text (stray stdout,
 stderr) has the same spans replaced and says how many (`redaction`).
 
-`stderr` lines are text: credentials replaced, then the `--redact-stderr` patterns.
+`stderr` lines are text: credentials replaced (and the value of a `NAME value` phrase such as
+`using key VALUE`: free_text.py), then the `--redact-stderr` patterns.
 """
 
 from __future__ import annotations
@@ -39,9 +40,9 @@ import orjson
 from acp_trace.credentials import LineState
 from acp_trace.errors import RecordError
 from acp_trace.jsonrpc import loads
-from acp_trace.record import redact_content
-from acp_trace.record.redact_policy import policy_header
-from acp_trace.record.redact_rules import (
+from acp_trace.redaction import free_text
+from acp_trace.redaction.policy import policy_header
+from acp_trace.redaction.rules import (
     ANSWERED_BY_FORM,
     Pending,
     id_key,
@@ -49,13 +50,13 @@ from acp_trace.record.redact_rules import (
     redact_message,
     track,
 )
-from acp_trace.record.secrets import (
+from acp_trace.redaction.secrets import (
     REDACTED,
     fragment_may_hold_secret,
     may_scrub_raw,
     scrub_words,
 )
-from acp_trace.record.strict_json import (
+from acp_trace.redaction.strict_json import (
     NotStrict,
     dumps,
     strict_loads,
@@ -148,7 +149,7 @@ class Redactor:
     def _whole(self, line: bytes, src: str) -> bytes:
         hits = self._hits(line, src)
         stripped = line.strip(b" \t\r")
-        content = self.content and redact_content.may_hold(line)
+        content = self.content and free_text.may_hold(line)
         value: Any = _UNREAD
         if hits == _META_ONLY:
             value = _fast_loads(stripped)
@@ -160,7 +161,7 @@ class Redactor:
             value = _fast_loads(stripped)
         if content and value is _NOT_JSON and _escaped_json(stripped):
             return self._exact(line, stripped, src, hits, content=True)
-        if content and _is_rpc(value) and (changes := redact_content.redactions(value)):
+        if content and _is_rpc(value) and (changes := free_text.redactions(value)):
             return self._exact(line, stripped, src, hits, content=True, changes=changes)
         if _is_notification(value):
             return b'"msg":' + stripped  # a notification: the common case, nothing to pair
@@ -174,22 +175,22 @@ class Redactor:
         if reason:
             return placeholder(len(line), f"not a JSON-RPC message, and {reason}")
         if value is not _NOT_JSON:
-            if content and redact_content.in_value(value):
+            if content and free_text.in_value(value):
                 return self._json_text(stripped, value)
             return b'"msg":' + stripped
         return self._text(line, src) if content or self._lines[src].open else encode_text(line)
 
     def _text(self, line: bytes, src: str, *, have_all: bool = True) -> bytes:
         """A line of text with its credentials replaced, and a note saying how many."""
-        new, kinds = redact_content.redact_text(line, self._lines[src], have_all=have_all)
+        new, kinds = free_text.redact_text(line, self._lines[src], have_all=have_all)
         if not kinds:
             return encode_text(new)
-        return b'"redaction":' + orjson.dumps(redact_content.note(kinds)) + b"," + encode_text(new)
+        return b'"redaction":' + orjson.dumps(free_text.note(kinds)) + b"," + encode_text(new)
 
     def _json_text(self, stripped: bytes, value: Any) -> bytes:
         """A JSON value that is no message, with credentials in its strings: re-encoded."""
         try:
-            paths = redact_content.redact_value(value, "$")
+            paths = free_text.redact_value(value, "$")
             body = dumps(value)
         except (TypeError, ValueError) as exc:
             note = f"not a JSON-RPC message, it holds a credential, and {exc}"
@@ -204,7 +205,7 @@ class Redactor:
         hits: frozenset[str],
         *,
         content: bool = False,
-        changes: redact_content.Redactions | None = None,
+        changes: free_text.Redactions | None = None,
     ) -> bytes:
         """The exact path: a strict parse, the policy's rules, then credentials in the text
         (`changes`: what `redactions` found in the same message, if the caller has it)."""
@@ -228,7 +229,7 @@ class Redactor:
             if paths:  # the rules changed strings: read them again
                 changes = None
             try:
-                found = redact_content.redact_value(value, "$", changes)
+                found = free_text.redact_value(value, "$", changes)
                 paths = list(dict.fromkeys(paths + found))
             except ValueError as exc:
                 return placeholder(len(line), f"{exc}, and {why}")
@@ -255,7 +256,7 @@ class Redactor:
             reason = _fragment_reason(prefix)
         if reason:
             return placeholder(size, f"cut by --max-record-bytes, and {reason}", cut=True)
-        if self.content and redact_content.may_hold(prefix):
+        if self.content and free_text.may_hold(prefix):
             text = self._text(prefix, src, have_all=False)
             return text + b',"truncated":true,"bytes":%d' % size
         return encode_payload(line, max_bytes, size)
@@ -302,13 +303,15 @@ class Redactor:
 
     def _stderr_payload(self, line: bytes, max_bytes: int | None, original: int) -> bytes:
         notes, kinds = [], list[str]()
-        if self.content and redact_content.may_hold(line):
+        if self.content and free_text.may_hold(line, phrases=True):
             have_all = len(line) >= original
-            line, kinds = redact_content.redact_text(line, self._lines["stderr"], have_all=have_all)
+            line, kinds = free_text.redact_text(
+                line, self._lines["stderr"], have_all=have_all, phrases=True
+            )
         elif self.content and self._lines["stderr"].open:
             line, kinds = self._lines["stderr"].redact(line)  # inside a private key block
         if kinds:
-            notes.append(redact_content.note(kinds))
+            notes.append(free_text.note(kinds))
         count = 0
         for pattern in self._stderr:
             line, found = pattern.subn(REDACTED.encode(), line)

@@ -7,9 +7,10 @@ text"): the recorded line's strings and text with each credential's span replace
 - `redact_value(value, where)`: every string (and key) of a parsed message, in place; the
   JSON paths changed. Iterative: a deep value cannot exhaust the stack. `redactions(value)`
   finds them first, once (all strings read together: credentials/values.py).
-- `redact_text(line, state, have_all)`: a line of text; when `have_all` is false the line is
-  the first bytes of a longer one, and its tail from the last keyword on (a credential cut in
-  two) is dropped before the rest is redacted.
+- `redact_text(line, state, have_all, phrases)`: a line of text; when `have_all` is false
+  the line is the first bytes of a longer one, and its tail from the last keyword on (a
+  credential cut in two) is dropped before the rest is redacted. `phrases` (stderr): the
+  value of a `NAME value` phrase too (`using key VALUE`: credentials.redact_phrases).
 """
 
 from __future__ import annotations
@@ -34,14 +35,17 @@ TAIL = 8192  # bytes before a cut in which a keyword means a credential may be c
 LEAD = 128  # bytes kept clear before such a keyword (a key's first part comes before it)
 
 
-def may_hold(line: bytes) -> bool:
-    """Whether `line` may hold a credential in free text (see the module's docstring)."""
+def may_hold(line: bytes, *, phrases: bool = False) -> bool:
+    """Whether `line` may hold a credential in free text (see the module's docstring);
+    `phrases`: or a `NAME value` phrase (a name that may name a credential)."""
     if b"\\" in line and (b"\\u" in line or b"\\/" in line):
         return True
-    return credentials.may_hold(line)
+    return credentials.may_hold(line) or (phrases and credentials.may_name_credential(line))
 
 
-def redact_text(line: bytes, state: LineState, *, have_all: bool = True) -> tuple[bytes, list[str]]:
+def redact_text(
+    line: bytes, state: LineState, *, have_all: bool = True, phrases: bool = False
+) -> tuple[bytes, list[str]]:
     """A line of text with its credentials replaced (see the module's docstring). A line
     whose `\\u00XX` or `\\/` escapes spell a credential (JSON printed as text) is replaced
     whole: where the escapes end in the text is not worth guessing."""
@@ -49,6 +53,9 @@ def redact_text(line: bytes, state: LineState, *, have_all: bool = True) -> tupl
         new, kinds = state.redact(line)
     else:
         new, kinds = credentials.redact_bytes(line[: _cut_point(line)])
+    if phrases:
+        new, more = credentials.redact_phrases(new, cut=not have_all)
+        kinds += more
     if b"\\" in new and _SPELLING.search(new):
         hidden = credentials.find(_SPELLING.sub(_unescape, new))
         if hidden:

@@ -1,4 +1,4 @@
-"""Redaction of the recorded copy (record/redact.py): every secret of the policy, every way a
+"""Redaction of the recorded copy (redaction/redactor.py): every secret of the policy, every way a
 line could slip past it, the lines that must stay text, stderr patterns and the header."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import jsonschema
 import pytest
 
 from acp_trace.errors import RecordError
-from acp_trace.record import redact, redact_policy
-from acp_trace.record.redact import RedactionPolicy, Redactor, redact_command
-from acp_trace.record.redact_rules import Pending
+from acp_trace.redaction import policy, redactor
+from acp_trace.redaction.redactor import RedactionPolicy, Redactor, redact_command
+from acp_trace.redaction.rules import Pending
 from acp_trace.trace.format import encode_header
 from acp_trace.trace.reader import read_trace
 from testpaths import ROOT, SCRIPTS
@@ -639,10 +639,13 @@ def test_lines_that_cannot_hold_a_secret_stay_recorded(
     assert kind in rec and "redaction" not in rec
 
 
-def test_stderr_is_recorded_as_is_without_patterns() -> None:
-    """stderr is never parsed for secrets: only --redact-stderr patterns touch it."""
+def test_stderr_is_never_read_as_a_message() -> None:
+    """stderr is text, never a JSON-RPC message: the ACP rules do not apply to it (no
+    placeholder, no paths); a `NAME value` phrase has its value replaced (free_text.py)."""
     line = b'{"jsonrpc":"2.0","id":1,"method":"authenticate","params":{"apiKey":"%s"}}' % S.encode()
-    assert record(line, "stderr")["text"] == line.decode()
+    rec = record(line, "stderr")
+    assert rec["text"] == line.decode().replace(S, "<redacted:credential-phrase>")
+    assert "redacted" not in rec and "bytes" not in rec
 
 
 def test_redact_stderr_patterns_replace_matches() -> None:
@@ -853,7 +856,7 @@ NAMES = [
 @pytest.mark.parametrize(("name", "expected"), NAMES, ids=[n for n, _ in NAMES])
 def test_credential_names(name: str, expected: bool) -> None:
     """The documented matching of credential names, with near misses."""
-    from acp_trace.record.secrets import names_credential
+    from acp_trace.redaction.secrets import names_credential
 
     assert names_credential(name) is expected
 
@@ -865,7 +868,7 @@ def test_placeholders_validate_and_read_back(tmp_path: Path) -> None:
         {
             **head,
             "recorder": "acp-trace t",
-            "redaction": redact.POLICY,
+            "redaction": redactor.POLICY,
             "redacted": ["$.command[0]"],
         }
     )
@@ -885,19 +888,19 @@ def test_the_docs_table_lists_every_rule() -> None:
     doc = (ROOT / "docs" / "trace-format.md").read_text()
     section = doc.split("## Redaction", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| `")]
-    assert len(rows) == len(redact_policy.RULES)
-    for row, rule in zip(rows, redact_policy.RULES, strict=True):
+    assert len(rows) == len(policy.RULES)
+    for row, rule in zip(rows, policy.RULES, strict=True):
         assert all(f"`{method}`" in row for method in rule.methods), row
         assert f"| {rule.sender} | {rule.message} |" in row, row
         for path in rule.paths:
             base = path.removesuffix(" (credentials)")
             assert (f"`{base}` (credentials)" if base != path else f"`{base}`") in row, row
-    assert redact.POLICY["policy"] == "acp-secrets/3" and f"{redact_policy.POLICY_ID}" in section
+    assert redactor.POLICY["policy"] == "acp-secrets/4" and f"{policy.POLICY_ID}" in section
 
 
 def test_recording_redacts_the_header_and_stderr(tmp_path: Path) -> None:
     """End to end: `record --redact-stderr` replaces stderr matches and the header's command."""
-    (tmp_path / "err").write_bytes(b"token hunter2-secret leaked\n")
+    (tmp_path / "err").write_bytes(b"leaked hunter2-secret here\n")
     (tmp_path / "in").write_bytes(line_of(req("authenticate", {"methodId": "k", "key": S})) + b"\n")
     trace = tmp_path / "t.jsonl"
     agent = [
@@ -933,6 +936,6 @@ def test_recording_redacts_the_header_and_stderr(tmp_path: Path) -> None:
     ]
     assert head["redaction"]["stderr_patterns"] == 1
     errs = [r for r in lines[1:] if r.get("src") == "stderr"]
-    assert errs[0]["text"] == "token <redacted> leaked" and errs[0]["redaction"].startswith(
+    assert errs[0]["text"] == "leaked <redacted> here" and errs[0]["redaction"].startswith(
         "1 match"
     )
