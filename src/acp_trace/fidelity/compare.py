@@ -102,6 +102,13 @@ def compare(
 
 
 def _one(r: ReplaySpan, sources: Sources, seq_of: dict[int, int | None]) -> ReplayFidelity:
+    out = _compared(r, sources, seq_of)
+    order = {w: i for i, w in enumerate(WHATS)}
+    out.differences.sort(key=lambda d: order[d.what])  # stable: each kind in record order
+    return out
+
+
+def _compared(r: ReplaySpan, sources: Sources, seq_of: dict[int, int | None]) -> ReplayFidelity:
     built = build(sources.rows.between(r.trace, r.req_row, r.stop_row), r.session, v2=r.v2)
     out = ReplayFidelity(r, replay_messages=len(built.messages))
     out.replay_duplicated = len(built.duplicated)

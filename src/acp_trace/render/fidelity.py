@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from acp_trace.analysis.front import Analysis
-from acp_trace.fidelity import FIELDS, WHATS, Difference, ReplayFidelity
+from acp_trace.fidelity import FIELDS, Difference, ReplayFidelity
 from acp_trace.jsonrpc import json_text
 from acp_trace.quantities import count, counted
 from acp_trace.render.escape import terminal
@@ -49,9 +49,7 @@ def _replay(row: dict[str, Any], f: ReplayFidelity, seq: int | None) -> dict[str
     data["source_turns"] = f.source_turns
     data["source_replay"] = f.source_replay
     data["replay_messages"] = f.replay_messages
-    order = {w: i for i, w in enumerate(WHATS)}
-    diffs = sorted(f.differences, key=lambda d: order[d.what])
-    data["differences"] = [_difference(d) for d in diffs]
+    data["differences"] = [_difference(d) for d in f.differences]  # in the order of WHATS
     return data
 
 
@@ -105,13 +103,7 @@ def _source_line(r: dict[str, Any]) -> str:
             f"replayed {replayed}"
         )
     where = f"{terminal(r['source_trace'])} seq {r['source_seq']}"
-    turns = counted(r["source_turns"] or 0, "prompt turn")
-    if r["source"] == "replay":
-        what = f"the earlier replay at {where}"
-    elif r["source_replay"]:
-        what = f"the earlier replay at {where} and the {turns} since"
-    else:
-        what = f"{turns} from {where}"
+    what = describe_source(r["source"], r["source_replay"], r["source_turns"], where)
     complete = (
         "complete: the session's session/new is in the traces"
         if r["source_complete"]
@@ -121,6 +113,17 @@ def _source_line(r: dict[str, Any]) -> str:
         f"source: {what} ({complete}): "
         f"{counted(r['source_messages'], 'message')}; replayed {replayed}"
     )
+
+
+def describe_source(source: str, from_replay: bool | None, turns: int | None, where: str) -> str:
+    """What a replay was compared with, as a person reads it: `the earlier replay at WHERE`,
+    `... and the 2 prompt turns since`, or `2 prompt turns from WHERE`."""
+    turns_text = counted(turns or 0, "prompt turn")
+    if source == "replay":
+        return f"the earlier replay at {where}"
+    if from_replay:
+        return f"the earlier replay at {where} and the {turns_text} since"
+    return f"{turns_text} from {where}"
 
 
 def _counts_line(r: dict[str, Any]) -> str:
