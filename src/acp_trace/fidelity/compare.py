@@ -10,7 +10,7 @@ from typing import Any
 import polars as pl
 
 from acp_trace.fidelity.match import Matching, Pair, match
-from acp_trace.fidelity.messages import Message, build
+from acp_trace.fidelity.messages import Message
 from acp_trace.fidelity.rows import AgentRows
 from acp_trace.fidelity.source import Source, Sources
 from acp_trace.fidelity.spans import NewSession, ReplaySpan, TurnSpan
@@ -109,15 +109,14 @@ def _one(r: ReplaySpan, sources: Sources, seq_of: dict[int, int | None]) -> Repl
 
 
 def _compared(r: ReplaySpan, sources: Sources, seq_of: dict[int, int | None]) -> ReplayFidelity:
-    built = build(sources.rows.between(r.trace, r.req_row, r.stop_row), r.session, v2=r.v2)
+    built = sources.replay_built(r)
     out = ReplayFidelity(r, replay_messages=len(built.messages))
     out.replay_duplicated = len(built.duplicated)
     for m in built.duplicated:
         out.differences.append(_diff("duplicated", None, m))
     if r.v2:
         out.chunks_before_message = len(built.chunk_first)
-        for row, seq, ident in built.chunk_first:
-            kind = next(m.kind for m in built.messages if row in m.rows)
+        for seq, ident, kind in built.chunk_first:
             out.differences.append(
                 Difference(
                     "chunk_before_message", kind, None, ident, None, None, seq, None, None, ""

@@ -53,20 +53,21 @@ class Message:
     raw_output: Any = None
     had_content: bool = False
 
-    @property
-    def key(self) -> str | None:
-        """The id as an exact key (`1` and `"1"` differ), None when there is none."""
-        return None if self.id is None else id_key(self.id)
+    # set by `done` once the span is built (its pieces complete)
+    key: str | None = None  # the id as an exact key (`1` and `"1"` differ), None: no id
+    text: str = ""
+    bytes: int = 0
 
-    @property
-    def text(self) -> str:
+    def done(self) -> None:
+        """Fix the key, content text and bytes once every piece is in."""
+        self.key = None if self.id is None else exact_key(self.id)
         if self.kind == "tool_call":
-            return tool_call_text(self.status, self.tool_content, self.raw_output, self.had_content)
-        return "".join(self.pieces)
-
-    @property
-    def bytes(self) -> int:
-        return utf8_len(self.text)
+            self.text = tool_call_text(
+                self.status, self.tool_content, self.raw_output, self.had_content
+            )
+        else:
+            self.text = "".join(self.pieces)
+        self.bytes = utf8_len(self.text)
 
 
 @dataclass
@@ -77,7 +78,7 @@ class Built:
 
     messages: list[Message] = field(default_factory=list)
     duplicated: list[Message] = field(default_factory=list)
-    chunk_first: list[tuple[int, int | None, Any]] = field(default_factory=list)
+    chunk_first: list[tuple[int | None, Any, str]] = field(default_factory=list)  # seq, id, kind
     unreadable: int = 0  # updates whose message could not be parsed
 
 
@@ -112,18 +113,20 @@ class _Builder:
             else:
                 self.run_msg = None
                 self._whole(u, u.kind, update)
+        for m in self.out.messages:
+            m.done()
         return self.out
 
     def _new(self, u: Update, kind: str, ident: Any) -> Message:
         m = Message(kind, ident, u.row, u.seq)
         self.out.messages.append(m)
         if ident is not None:
-            self.by_id[(kind, id_key(ident))] = m
+            self.by_id[(kind, exact_key(ident))] = m
         return m
 
     def _whole(self, u: Update, kind: str, update: dict[str, Any]) -> None:
         ident = update.get("messageId")
-        m = self.by_id.get((kind, id_key(ident))) if ident is not None else None
+        m = self.by_id.get((kind, exact_key(ident))) if ident is not None else None
         if m is None:
             m = self._new(u, kind, ident)
         elif m.has_whole:
@@ -141,17 +144,17 @@ class _Builder:
             self.run_msg = m
         else:
             self.run_msg = None
-            key = (kind, id_key(ident))
+            key = (kind, exact_key(ident))
             m = self.by_id.get(key) or self._new(u, kind, ident)
             if not m.has_whole and key not in self.chunked:
                 self.chunked.add(key)
-                self.out.chunk_first.append((u.row, u.seq, ident))
+                self.out.chunk_first.append((u.seq, ident, kind))
         m.rows.append(u.row)
         m.pieces.append(content_text(update.get("content")))
 
     def _tool(self, u: Update, update: dict[str, Any]) -> None:
         ident = update.get("toolCallId")
-        key = ("tool_call", id_key(ident)) if ident is not None else None
+        key = ("tool_call", exact_key(ident)) if ident is not None else None
         m = self.by_id.get(key) if key else None
         if u.kind == "tool_call":
             if m is not None:
@@ -167,6 +170,17 @@ class _Builder:
             m.tool_content, m.had_content = update["content"], True
         if "rawOutput" in update:
             m.raw_output = update["rawOutput"]
+
+
+def exact_key(value: Any) -> str:
+    """A message or tool call id as a key that keeps its JSON type and value exactly (`1` and
+    `"1"` differ, integers beyond 64 bits too): `jsonrpc.id_key` behind a tag, with the two
+    common types (strings, integers) made without writing JSON."""
+    if type(value) is str:
+        return "s" + value
+    if type(value) is int:
+        return "i" + str(value)
+    return "j" + id_key(value)
 
 
 def _update_of(msg: str | None) -> dict[str, Any] | None:

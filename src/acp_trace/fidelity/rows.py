@@ -1,49 +1,44 @@
-"""The agent's stdout records of a timeline, narrowed once, and the ones inside a span."""
+"""The agent's stdout records inside a span, read from the timeline a slice at a time (the
+timeline's `row` is its position: a span is a range of rows, and a slice copies nothing)."""
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 
 import polars as pl
 
 from acp_trace.fidelity.messages import FIDELITY_KINDS, Update
 
-_COLUMNS = ("row", "trace", "seq", "session", "update_kind", "msg")
+_WANTED = pl.col("update_kind").is_in(list(FIDELITY_KINDS)).fill_null(False)
+_AGENT = (pl.col("src") == "agent") & pl.col("kind").is_in(
+    ["request", "response", "error", "notification"]
+)
 
 
 class AgentRows:
-    """The agent's stdout records (responses, requests, notifications) in row order, with the
-    message text kept only for the updates fidelity reads (`FIDELITY_KINDS`)."""
+    """The records of the agent's stdout (responses, requests, notifications) of a timeline,
+    with the message text only for the updates fidelity reads (`FIDELITY_KINDS`)."""
 
     def __init__(self, tl: pl.DataFrame) -> None:
-        agent = tl.lazy().filter(
-            (pl.col("src") == "agent")
-            & pl.col("kind").is_in(["request", "response", "error", "notification"])
-        )
-        wanted = pl.col("update_kind").is_in(list(FIDELITY_KINDS)).fill_null(False)
-        frame = (
-            agent.select(
-                "row",
-                "trace",
-                "seq",
-                "session",
-                pl.when(wanted).then(pl.col("update_kind")).alias("update_kind"),
-                pl.when(wanted).then(pl.col("msg")).alias("msg"),
-            )
-            .sort("row")
-            .collect()
-        )
-        self.rows: list[int] = frame["row"].to_list()
-        self._frame = frame.select(_COLUMNS)
+        self.tl = tl
 
     def between(self, trace: str, start_row: int, stop_row: int | None) -> Iterator[Update]:
         """The records of `trace` after `start_row` and before `stop_row` (None: to the end)."""
-        lo = bisect_right(self.rows, start_row)
-        hi = len(self.rows) if stop_row is None else bisect_left(self.rows, stop_row)
-        if hi <= lo:
+        end = self.tl.height if stop_row is None else min(stop_row, self.tl.height)
+        if end <= start_row + 1:
             return
-        part = self._frame.slice(lo, hi - lo)
-        for row, tr, seq, session, kind, msg in part.iter_rows():
-            if tr == trace:
-                yield Update(row, seq, session, kind, msg)
+        part = (
+            self.tl.slice(start_row + 1, end - start_row - 1)
+            .lazy()
+            .filter(_AGENT & (pl.col("trace") == trace))
+            .select(
+                "row",
+                "seq",
+                "session",
+                pl.when(_WANTED).then(pl.col("update_kind")).alias("kind"),
+                pl.when(_WANTED).then(pl.col("msg")).alias("msg"),
+            )
+            .collect()
+        )
+        for row, seq, session, kind, msg in part.iter_rows():
+            yield Update(row, seq, session, kind, msg)

@@ -8,10 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from acp_trace.fidelity.content import content_text
-from acp_trace.fidelity.messages import Message, build
+from acp_trace.fidelity.messages import Built, Message, build, exact_key
 from acp_trace.fidelity.rows import AgentRows
 from acp_trace.fidelity.spans import NewSession, ReplaySpan, TurnSpan
-from acp_trace.jsonrpc import id_key
 
 
 @dataclass
@@ -48,7 +47,7 @@ class Sources:
             if n.session not in self.made or n.place < self.made[n.session]:
                 self.made[n.session] = n.place
         self._turn_messages: dict[tuple[int, int], list[Message]] = {}
-        self._replay_messages: dict[tuple[int, int, str], list[Message]] = {}
+        self._replays_built: dict[tuple[int, int, str], Built] = {}
 
     def of(self, r: ReplaySpan) -> Source:
         earlier = [e for e in self.replays[r.session] if e.ok and e.place < r.place]
@@ -67,13 +66,19 @@ class Sources:
         kind = "live" if turns else "replay"
         return Source(kind, complete, e, turns, messages, prompt_ids)
 
-    def replay_messages(self, r: ReplaySpan) -> list[Message]:
-        """The messages a replay carried on its session before its marker (built once)."""
+    def replay_built(self, r: ReplaySpan) -> Built:
+        """What a replay carried on its session before its marker (built once: a replay is
+        compared with its source, and is the source of the next one)."""
         key = (r.order, r.req_row, r.session)
-        if key not in self._replay_messages:
+        if key not in self._replays_built:
             updates = self.rows.between(r.trace, r.req_row, r.stop_row)
-            self._replay_messages[key] = _from(r.trace, build(updates, r.session, v2=r.v2).messages)
-        return self._replay_messages[key]
+            built = build(updates, r.session, v2=r.v2)
+            _from(r.trace, built.messages)
+            self._replays_built[key] = built
+        return self._replays_built[key]
+
+    def replay_messages(self, r: ReplaySpan) -> list[Message]:
+        return self.replay_built(r).messages
 
     def turn_messages(self, t: TurnSpan) -> list[Message]:
         """The messages of a live turn: the user's message first unless the agent sent it."""
@@ -85,6 +90,7 @@ class Sources:
                 ident = t.message_id if t.v2 else None
                 prompt = Message("user_message", ident, t.req_row, t.req_seq)
                 prompt.pieces.append(content_text(t.prompt))
+                prompt.done()
                 messages = [prompt, *messages]
             self._turn_messages[key] = _from(t.trace, messages)
         return self._turn_messages[key]
@@ -95,7 +101,7 @@ class Sources:
         for t in turns:
             if not t.v2 or t.message_id is None:
                 continue
-            key = id_key(t.message_id)
+            key = exact_key(t.message_id)
             users = [m for m in self.turn_messages(t) if m.kind == "user_message"]
             named = [m for m in users if m.key == key] or users[:1]
             out[key] = named[0].text if named else ""

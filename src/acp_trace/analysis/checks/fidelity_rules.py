@@ -8,7 +8,8 @@ from collections.abc import Callable, Iterator
 
 from acp_trace.analysis.checks.registry import Context, Finding, rule
 from acp_trace.fidelity import Difference, ReplayFidelity
-from acp_trace.jsonrpc import id_key, json_text
+from acp_trace.fidelity.messages import exact_key
+from acp_trace.jsonrpc import json_text
 from acp_trace.quantities import count, counted
 
 # rule -> (what it counts, the differences it shows, what each is called in a message)
@@ -39,7 +40,7 @@ def _shown(f: ReplayFidelity, d: Difference, rule_id: str) -> bool:
     """replay-id-unstable's example is an id change outside the prompts' ids."""
     if rule_id != "replay-id-unstable" or d.source_id is None:
         return True
-    return id_key(d.source_id) not in f.prompt_keys
+    return exact_key(d.source_id) not in f.prompt_keys
 
 
 def _where(ctx: Context, f: ReplayFidelity) -> str:
