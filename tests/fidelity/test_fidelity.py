@@ -361,3 +361,18 @@ def test_longest_increasing_run() -> None:
     assert _longest_increasing([]) == set()
     assert _longest_increasing([3, 2, 1]) in ({3}, {2}, {1})
     assert len(_longest_increasing(list(range(1000)))) == 1000
+
+
+def test_a_new_replay_against_a_recorded_one(tmp_path: Path) -> None:
+    """`against`: the recorded replay is the whole source of the new one (drive): what the new
+    one lost, renamed or cut is counted; what it adds is not (the source is not complete)."""
+    from acp_trace.analysis.replay_fidelity import replay_spans
+    from acp_trace.fidelity import against
+
+    recorded, new = TraceBuilder(), TraceBuilder()
+    replay_all(recorded, 10)
+    replay_all(new, 1, ids="-x")
+    a, b = acp_trace.analyze(recorded.write(tmp_path / "a.jsonl")), analyze(tmp_path, new)
+    f = against(a.timeline, replay_spans(a)[0], b.timeline, replay_spans(b)[0])
+    assert (f.source_messages, f.replay_messages) == (20, 2)
+    assert (f.replay_missing, f.replay_id_changed, f.replay_extra) == (18, 2, None)

@@ -40,6 +40,11 @@ def replay_fidelity(
     return compare(tl, spans, turn_spans, _new_sessions(tl, order), seq_of)
 
 
+def replay_spans(a: Any) -> list[ReplaySpan]:
+    """The replay spans of an Analysis, in the order of its replays table."""
+    return list(_replay_spans(a.facts, recording_order(a.headers, a.timeline)))
+
+
 def fidelity_columns(found: list[ReplayFidelity]) -> pl.DataFrame:
     """The fidelity fields as a frame aligned with the replays table."""
     return pl.DataFrame(

@@ -7,7 +7,14 @@ hands over its windows and turns as plain spans (`spans.py`): this package reads
 timeline's columns and imports nothing of acp_trace but the shared vocabulary.
 """
 
-from acp_trace.fidelity.compare import FIELDS, WHATS, Difference, ReplayFidelity, compare
+from acp_trace.fidelity.compare import (
+    FIELDS,
+    WHATS,
+    Difference,
+    ReplayFidelity,
+    against,
+    compare,
+)
 from acp_trace.fidelity.spans import NewSession, ReplaySpan, TurnSpan
 
 __all__ = [
@@ -18,5 +25,6 @@ __all__ = [
     "ReplayFidelity",
     "ReplaySpan",
     "TurnSpan",
+    "against",
     "compare",
 ]

@@ -136,6 +136,24 @@ def _compared(r: ReplaySpan, sources: Sources, seq_of: dict[int, int | None]) ->
     return out
 
 
+def against(
+    recorded_tl: pl.DataFrame, recorded: ReplaySpan, new_tl: pl.DataFrame, new: ReplaySpan
+) -> ReplayFidelity:
+    """A new replay set against a recorded one of the same session, the recorded replay its
+    whole source (`acp-trace drive`: the recording's replay is what the agent should carry
+    again). Its messages may be counted as extra only against a complete source: null here."""
+    seq_of = {recorded.req_row: recorded_tl["seq"][recorded.req_row]}
+    before = Sources(AgentRows(recorded_tl), [recorded], [], []).replay_built(recorded)
+    now = Sources(AgentRows(new_tl), [new], [], []).replay_built(new)
+    out = ReplayFidelity(new, replay_messages=len(now.messages))
+    out.replay_duplicated = len(now.duplicated)
+    src = Source("replay", False, recorded, [], before.messages)
+    out.source, out.source_complete, out.source_replay = "replay", False, True
+    out.source_trace, out.source_seq, out.source_turns = recorded.trace, seq_of[recorded.req_row], 0
+    _fields(out, src, match(before.messages, now.messages))
+    return out
+
+
 def _fields(out: ReplayFidelity, src: Source, m: Matching) -> None:
     changed = [p for p in m.pairs if p.by == "content" and _ids_differ(p)]
     cut = [p for p in m.pairs if p.replay.bytes < p.source.bytes]
