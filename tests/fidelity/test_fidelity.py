@@ -376,3 +376,35 @@ def test_a_new_replay_against_a_recorded_one(tmp_path: Path) -> None:
     f = against(a.timeline, replay_spans(a)[0], b.timeline, replay_spans(b)[0])
     assert (f.source_messages, f.replay_messages) == (20, 2)
     assert (f.replay_missing, f.replay_id_changed, f.replay_extra) == (18, 2, None)
+
+
+def test_per_trace_sources_look_in_the_replays_own_trace(tmp_path: Path) -> None:
+    """With per_trace_sources (the dataset's rows, one trace each), a source in another trace
+    is not looked for: the row depends on its own trace alone."""
+    from acp_trace.analysis.front import Analysis
+    from acp_trace.trace.reader import read_trace
+
+    first, later = TraceBuilder(), TraceBuilder()
+    live(first, 2)
+    later.lines[0] = later.lines[0].replace(b"2026-11-30T10:00", b"2026-11-30T11:00")
+    replay_all(later, 2)
+    records = read_trace([first.write(tmp_path / "a.jsonl"), later.write(tmp_path / "b.jsonl")])
+    assert Analysis(records).replays["source"].to_list() == ["live"]
+    assert Analysis(records, per_trace_sources=True).replays["source"].to_list() == [None]
+
+
+def test_the_fleet_finds_a_source_in_another_partition(tmp_path: Path) -> None:
+    """Partitions analyzed apart still see a source in another partition: the fleet's tables
+    equal one process's."""
+    from acp_trace import fleet
+
+    first, later = TraceBuilder(), TraceBuilder()
+    live(first, 2)
+    later.lines[0] = later.lines[0].replace(b"2026-11-30T10:00", b"2026-11-30T11:00")
+    replay_all(later, 2, ids="-new")
+    paths = [first.write(tmp_path / "a.jsonl"), later.write(tmp_path / "b.jsonl")]
+    result = fleet.run(paths, workers=2, partitions=2)
+    one = acp_trace.analyze(paths)
+    assert result.replays.equals(one.replays)
+    assert result.replays["replay_id_changed"].to_list() == [4]
+    assert result.all_findings.equals(one.findings())

@@ -11,7 +11,7 @@ from typing import Any
 import polars as pl
 
 from acp_trace.analysis import checks, latency, phases
-from acp_trace.analysis.replay_fidelity import fidelity_columns, replay_fidelity
+from acp_trace.analysis.replay_fidelity import fidelity_columns, linked_sessions, replay_fidelity
 from acp_trace.analysis.replays import Facts, collect, replays_table
 from acp_trace.analysis.timeline import timeline as build_timeline
 from acp_trace.analysis.timeline import untimed_traces
@@ -29,6 +29,8 @@ class Analysis:
 
     records: pl.DataFrame
     marker_meta: str | None = None
+    # look for a replay's source in its own trace only (the dataset's rows: one trace each)
+    per_trace_sources: bool = False
     # the checks' context per `schema` setting, kept: the schema pass runs once per Analysis
     _contexts: dict[bool, checks.Context] = field(
         default_factory=dict, init=False, repr=False, compare=False
@@ -58,7 +60,17 @@ class Analysis:
     def fidelity(self) -> list[ReplayFidelity]:
         """Each replay row set against its source (rules.md "Replay fidelity"), in the order
         of the replays table, with the differences behind its fields."""
-        return replay_fidelity(self.timeline, self.facts, self.turn_facts, self.headers)
+        return replay_fidelity(
+            self.timeline,
+            self.facts,
+            self.turn_facts,
+            self.headers,
+            per_trace=self.per_trace_sources,
+        )
+
+    def linked_sessions(self) -> pl.DataFrame:
+        """Per trace, the sessions a source search links across traces (`trace`, `session`)."""
+        return linked_sessions(self.timeline, self.facts, self.turn_facts)
 
     @cached_property
     def gap_phases(self) -> pl.DataFrame:

@@ -29,15 +29,46 @@ assert tuple(FIDELITY_SCHEMA) == FIELDS
 
 
 def replay_fidelity(
-    tl: pl.DataFrame, facts: Facts, turns: TurnFacts, headers: dict[str, dict[str, Any]]
+    tl: pl.DataFrame,
+    facts: Facts,
+    turns: TurnFacts,
+    headers: dict[str, dict[str, Any]],
+    *,
+    per_trace: bool = False,
 ) -> list[ReplayFidelity]:
-    """One `ReplayFidelity` per row of the replays table, in its order."""
+    """One `ReplayFidelity` per row of the replays table, in its order. Sources are looked for
+    over every trace (rules.md), or, with `per_trace`, in the replay's own trace only (a row
+    that depends on its trace alone: the dataset's exactly-once rows)."""
     order = recording_order(headers, tl)
     spans = list(_replay_spans(facts, order))
     turn_spans = list(_turn_spans(tl, turns, order))
+    made = _new_sessions(tl, order)
     rows = [s.req_row for s in spans] + [t.req_row for t in turn_spans]
     seq_of = values_at(tl["seq"], iter(rows))
-    return compare(tl, spans, turn_spans, _new_sessions(tl, order), seq_of)
+    if not per_trace:
+        return compare(tl, spans, turn_spans, made, seq_of)
+    out: dict[int, ReplayFidelity] = {}
+    for trace in order:
+        mine = [i for i, s in enumerate(spans) if s.trace == trace]
+        if not mine:
+            continue
+        alone = [t for t in turn_spans if t.trace == trace]
+        news = [n for n in made if n.order == order[trace]]
+        found = compare(tl, [spans[i] for i in mine], alone, news, seq_of)
+        out.update(zip(mine, found, strict=True))
+    return [out[i] for i in range(len(spans))]
+
+
+def linked_sessions(tl: pl.DataFrame, facts: Facts, turns: TurnFacts) -> pl.DataFrame:
+    """Per trace, the sessions a source search links across traces: those replayed, prompted
+    or made by `session/new` there (`trace`, `session`). The fleet uses it to find replays
+    whose source lies in another partition."""
+    pairs = {(s.trace, s.session) for s in _replay_spans(facts, {})}
+    pairs |= {(t.trace, t.session) for t in turns.turns}
+    pairs |= {(t, s) for _, t, s in _made(tl)}
+    return pl.DataFrame(
+        sorted(pairs), schema={"trace": pl.String, "session": pl.String}, orient="row"
+    )
 
 
 def replay_spans(a: Any) -> list[ReplaySpan]:
@@ -72,9 +103,8 @@ def _replay_spans(facts: Facts, order: dict[str, int]) -> Any:
         end = w.end_row if w.end != "open" else None
         for stats in w.sessions.values():
             stop = stats.marker_row if stats.marker_row is not None else end
-            yield ReplaySpan(
-                w.trace, order[w.trace], stats.session, w.req_row, stop, end, w.v2, w.succeeded
-            )
+            place = order.get(w.trace, 0)
+            yield ReplaySpan(w.trace, place, stats.session, w.req_row, stop, end, w.v2, w.succeeded)
 
 
 def _turn_spans(tl: pl.DataFrame, turns: TurnFacts, order: dict[str, int]) -> Any:
@@ -100,6 +130,11 @@ def _turn_spans(tl: pl.DataFrame, turns: TurnFacts, order: dict[str, int]) -> An
 
 
 def _new_sessions(tl: pl.DataFrame, order: dict[str, int]) -> list[NewSession]:
+    return [NewSession(session, order[trace], row) for row, trace, session in _made(tl)]
+
+
+def _made(tl: pl.DataFrame) -> list[tuple[int, str, str]]:
+    """(row, trace, session) of each successful `session/new` response."""
     made = tl.filter(
         (pl.col("kind") == "response") & (pl.col("request_method") == "session/new")
     ).select("row", "trace", "msg")
@@ -107,7 +142,7 @@ def _new_sessions(tl: pl.DataFrame, order: dict[str, int]) -> list[NewSession]:
     for row, trace, msg in made.iter_rows():
         session = as_dict(_result(msg)).get("sessionId")
         if isinstance(session, str):
-            out.append(NewSession(session, order[trace], row))
+            out.append((row, trace, session))
     return out
 
 
