@@ -148,8 +148,21 @@ def _text(rng: random.Random, low: int = 3, high: int = 60) -> dict[str, str]:
     return {"type": "text", "text": text(rng, low, high)}
 
 
-def episode(w: Writer, index: int, history: int, prompts: int) -> str:
-    """One session: a replaying resume (with the fault rolled for it), then prompt turns."""
+def episode(w: Writer, index: int, history: int, prompts: int, resumes: int = 1) -> str:
+    """One session: a replaying resume (with the fault rolled for it), then prompt turns;
+    `resumes` > 1 resumes it again that many times, each replay the same history (its text
+    drawn from the session's own seed) followed by the turns before it: a source to compare
+    with (acp-trace fidelity)."""
+    outcome = ""
+    for again in range(resumes):
+        hist = random.Random(f"{index}") if resumes > 1 else w.rng
+        outcome = _episode(w, index, history, prompts, hist, again * prompts)
+    return outcome
+
+
+def _episode(
+    w: Writer, index: int, history: int, prompts: int, hist: random.Random, turns_before: int
+) -> str:
     rng = w.rng
     sid = f"sess_{index:06d}"
     roll = rng.randrange(100)
@@ -166,7 +179,9 @@ def episode(w: Writer, index: int, history: int, prompts: int) -> str:
     for i in range(count):
         if fault == "live" and i == count // 2:
             w.update(sid, {"sessionUpdate": "usage_update", "used": i, "size": 200000})
-        w.update(sid, history_update(rng, sid, i))
+        w.update(sid, history_update(hist, sid, i))
+    for turn in range(turns_before):  # what the earlier turns said, replayed (resumes > 1)
+        w.update(sid, replayed_turn(sid, turn))
     if fault == "truncated":
         error = {"code": -32603, "message": "history store closed", "data": {"sessionId": sid}}
         w.send("agent", {"jsonrpc": "2.0", "id": rid, "error": error}, 900)
@@ -176,8 +191,13 @@ def episode(w: Writer, index: int, history: int, prompts: int) -> str:
     w.update(sid, {"sessionUpdate": "state_update", "state": "idle"}, 300)
     w.send("agent", {"jsonrpc": "2.0", "id": rid, "result": {"sessionId": sid}}, 20000)
     for turn in range(prompts):
-        prompt_turn(w, sid, turn)
+        prompt_turn(w, sid, turns_before + turn)
     return "unmarked" if fault == "unmarked" else "complete"
+
+
+def replayed_turn(sid: str, turn: int) -> dict[str, Any]:
+    """A prompt turn's agent message as a later replay carries it (its id, not its text)."""
+    return {"sessionUpdate": "agent_message", "messageId": f"{sid}-p{turn}", "content": []}
 
 
 def prompt_turn(w: Writer, sid: str, turn: int) -> None:
@@ -226,7 +246,7 @@ def prompt_turn(w: Writer, sid: str, turn: int) -> None:
 
 
 def generate(
-    out: Path, mb: float, files: int, history: int, prompts: int, seed: int
+    out: Path, mb: float, files: int, history: int, prompts: int, seed: int, resumes: int = 1
 ) -> dict[str, Any]:
     """Write about `mb` megabytes of episodes into one file or spread over `files` files."""
     rng = random.Random(seed)
@@ -245,7 +265,7 @@ def generate(
     for path in targets:
         w = Writer(path, rng)
         while w.handle.tell() < per_file:
-            outcomes[episode(w, index, history, prompts)] += 1
+            outcomes[episode(w, index, history, prompts, resumes)] += 1
             index += 1
         lines += w.lines + 1
         total += w.close()
@@ -274,8 +294,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--history", type=int, default=10_000, help="replayed updates per resume")
     parser.add_argument("--prompts", type=int, default=3, help="prompt turns after each resume")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--resumes", type=int, default=1, help="replaying resumes of each session (default 1)"
+    )
     args = parser.parse_args(argv)
-    summary = generate(args.out, args.mb, args.files, args.history, args.prompts, args.seed)
+    summary = generate(
+        args.out, args.mb, args.files, args.history, args.prompts, args.seed, args.resumes
+    )
     json.dump(summary, sys.stdout)
     sys.stdout.write("\n")
     return 0

@@ -116,3 +116,15 @@ def test_schema_benchmark_runs(tmp_path: Path) -> None:
     assert "== schema validation" in stdout
     assert "fastjsonschema / jsonschema-rs, validation time" in names
     assert "check with / without validation" in names
+
+
+def test_fidelity_benchmark_runs(tmp_path: Path) -> None:
+    """bench_fidelity.py generates a trace whose sessions are resumed twice and prints the
+    fidelity pass's time and its ratios to a baseline tree (here the same tree)."""
+    out = tmp_path / "figures.json"
+    src = str(BENCH.parent / "src")
+    args = ["--mb", "0.3", "--mb2", "0.6", "--reps", "1", "--baseline", src, "--json", str(out)]
+    run("bench_fidelity.py", *args)
+    names = [f["name"] for f in json.loads(out.read_text())["figures"]]
+    assert "0.3 MB: replays / baseline" in names and "0.6 MB: check / baseline" in names
+    assert "fidelity pass: large / small" in names

@@ -870,6 +870,146 @@ def v2_turn_accepted_then_acceptance() -> TraceBuilder:
     return b
 
 
+# ---------------------------------------------------------------- replay fidelity (rules.md)
+
+
+def _text(text: str) -> list[dict[str, str]]:
+    return [{"type": "text", "text": text}]
+
+
+def _live_turns(b: TraceBuilder, n: int = 2, *, tool: str = "") -> None:
+    """session/new of "s" and `n` v2 turns: user u{i}, agent a{i}, and a tool call if asked."""
+    _new_session(b, "s")
+    for i in range(n):
+        rid = b.request("session/prompt", {"sessionId": "s", "prompt": _text(f"q{i}")})
+        b.response(rid, {"messageId": f"u{i}"})
+        b.update("s", "user_message", messageId=f"u{i}", content=_text(f"q{i}"))
+        b.update("s", "agent_message", messageId=f"a{i}", content=_text(f"a{i}"))
+        if tool:
+            b.update("s", "tool_call", toolCallId=f"t{i}", status="completed", rawOutput=tool)
+        b.state("s", stopReason="end_turn")
+
+
+def _fidelity_resume(b: TraceBuilder, updates: list[tuple[str, dict[str, Any]]]) -> None:
+    """A marked v2 replay of "s" carrying `updates` (kind, fields)."""
+    rid = b.resume("s")
+    for kind, fields in updates:
+        b.update("s", kind, **fields)
+    b.marker("s")
+    b.state("s")
+    b.response(rid, {})
+
+
+def _replayed(ids: str = "", order: tuple[int, ...] = (0, 1), tool: str = "") -> list[Any]:
+    out: list[tuple[str, dict[str, Any]]] = []
+    for i in order:
+        out.append(("user_message", {"messageId": f"u{i}{ids}", "content": _text(f"q{i}")}))
+        out.append(("agent_message", {"messageId": f"a{i}{ids}", "content": _text(f"a{i}")}))
+        if tool:
+            out.append(
+                ("tool_call", {"toolCallId": f"t{i}", "status": "completed", "rawOutput": tool})
+            )
+    return out
+
+
+def faithful_replay() -> TraceBuilder:
+    b = TraceBuilder()
+    _live_turns(b, tool="output")
+    _fidelity_resume(b, _replayed(tool="output"))
+    return b
+
+
+def replay_new_agent_ids() -> TraceBuilder:
+    b = TraceBuilder()
+    _live_turns(b)
+    updates = _replayed()
+    updates[1] = ("agent_message", {"messageId": "a0-again", "content": _text("a0")})
+    _fidelity_resume(b, updates)
+    return b
+
+
+def replay_new_prompt_id() -> TraceBuilder:
+    b = TraceBuilder()
+    _live_turns(b)
+    updates = _replayed()
+    updates[0] = ("user_message", {"messageId": "u0-again", "content": _text("q0")})
+    _fidelity_resume(b, updates)
+    return b
+
+
+def replay_chunk_before_message() -> TraceBuilder:
+    b = TraceBuilder()
+    _fidelity_resume(
+        b,
+        [
+            ("agent_message_chunk", {"messageId": "m", "content": {"type": "text", "text": "x"}}),
+            ("agent_message", {"messageId": "m", "content": []}),
+        ],
+    )
+    return b
+
+
+def replay_chunk_after_message() -> TraceBuilder:
+    b = TraceBuilder()
+    _fidelity_resume(
+        b,
+        [
+            ("agent_message", {"messageId": "m", "content": []}),
+            ("agent_message_chunk", {"messageId": "m", "content": {"type": "text", "text": "x"}}),
+        ],
+    )
+    return b
+
+
+def replay_duplicate_message() -> TraceBuilder:
+    b = TraceBuilder()
+    _live_turns(b)
+    updates = _replayed()
+    _fidelity_resume(b, [*updates, updates[1]])
+    return b
+
+
+def replay_reordered() -> TraceBuilder:
+    b = TraceBuilder()
+    _live_turns(b)
+    _fidelity_resume(b, _replayed(order=(1, 0)))
+    return b
+
+
+def replay_truncated_tool() -> TraceBuilder:
+    b = TraceBuilder()
+    _live_turns(b, tool="the whole output")
+    _fidelity_resume(b, _replayed(tool="the whole"))
+    return b
+
+
+def replay_missing_turn() -> TraceBuilder:
+    b = TraceBuilder()
+    _live_turns(b)
+    _fidelity_resume(b, _replayed(order=(0,)))
+    return b
+
+
+def replay_extra_message() -> TraceBuilder:
+    b = TraceBuilder()
+    _live_turns(b)
+    extra = ("agent_message", {"messageId": "z", "content": _text("never said")})
+    _fidelity_resume(b, [*_replayed(), extra])
+    return b
+
+
+def replay_extra_without_new() -> TraceBuilder:
+    """The session's session/new is not in the trace: an extra message may be older history."""
+    b = TraceBuilder()
+    rid = b.request("session/prompt", {"sessionId": "s", "prompt": _text("q0")})
+    b.response(rid, {"messageId": "u0"})
+    b.update("s", "user_message", messageId="u0", content=_text("q0"))
+    b.state("s", stopReason="end_turn")
+    older = ("agent_message", {"messageId": "z", "content": _text("older")})
+    _fidelity_resume(b, [older, ("user_message", {"messageId": "u0", "content": _text("q0")})])
+    return b
+
+
 CASES: list[tuple[Callable[[], TraceBuilder], dict[str, str]]] = [
     (correct_v2_with_children, {}),
     (correct_v1_load, {}),
@@ -954,6 +1094,17 @@ CASES: list[tuple[Callable[[], TraceBuilder], dict[str, str]]] = [
     (v2_turn_error_then_acceptance, {"acceptance-outside-prompt": "warning"}),
     (v1_turn_error_then_acceptance, {"acceptance-outside-prompt": "warning"}),
     (v2_turn_accepted_then_acceptance, {}),
+    (faithful_replay, {}),
+    (replay_new_agent_ids, {"replay-id-unstable": "warning"}),
+    (replay_new_prompt_id, {"replay-prompt-id-changed": "error"}),
+    (replay_chunk_before_message, {"replay-chunk-before-message": "error"}),
+    (replay_chunk_after_message, {}),
+    (replay_duplicate_message, {"replay-duplicate-message": "warning"}),
+    (replay_reordered, {"replay-reordered": "warning"}),
+    (replay_truncated_tool, {"replay-truncated-content": "warning"}),
+    (replay_missing_turn, {"replay-missing-messages": "info"}),
+    (replay_extra_message, {"replay-extra-messages": "info"}),
+    (replay_extra_without_new, {}),
 ]
 
 
@@ -1132,6 +1283,8 @@ def air_meta_without_the_event() -> TraceBuilder:
     b = TraceBuilder(protocol=1, capabilities=AIR_CAPS)
     _air_load(b)
     rid = b.load("s")
+    b.update("s", "user_message_chunk", content={"type": "text", "text": "q"})  # the same history
+    b.update("s", "agent_message_chunk", content={"type": "text", "text": "a"})
     b.update("s", "tool_call", toolCallId="t", _meta={"jetbrains": {"air": {"commandTitle": "ls"}}})
     b.update("s", "session_info_update", _meta=AIR_EVENT)
     b.response(rid, {})

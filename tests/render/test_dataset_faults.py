@@ -18,7 +18,7 @@ import pytest
 
 import acp_trace
 from acp_trace.errors import OutputError
-from acp_trace.render.dataset import append
+from acp_trace.render.dataset import SCHEMA_VERSION, append
 from clirun import Cli, runner
 from datasetcheck import assert_exactly_once
 from fleetgen import write_traces
@@ -86,7 +86,7 @@ def test_a_partition_that_cannot_be_written(tmp_path: Path, cli: Cli) -> None:
     folder = write_traces(tmp_path / "t", 12, distinct=True, agents=["good", "blocked"])
     dataset = tmp_path / "ds"
     (dataset / "replays").mkdir(parents=True)
-    (dataset / "acp-trace-dataset.json").write_text('{"schema_version": 2}')
+    (dataset / "acp-trace-dataset.json").write_text(f'{{"schema_version": {SCHEMA_VERSION}}}')
     block = dataset / "replays" / f"agent_key={agent_key('blocked')}"
     block.write_text("not a folder")
     args = ["export", "--format", "parquet", "--dataset", str(dataset), str(folder)]

@@ -11,11 +11,13 @@ from typing import Any
 import polars as pl
 
 from acp_trace.analysis import checks, latency, phases
+from acp_trace.analysis.replay_fidelity import fidelity_columns, linked_sessions, replay_fidelity
 from acp_trace.analysis.replays import Facts, collect, replays_table
 from acp_trace.analysis.timeline import timeline as build_timeline
 from acp_trace.analysis.timeline import untimed_traces
 from acp_trace.analysis.vendor_events import registry
 from acp_trace.errors import UsageError
+from acp_trace.fidelity import ReplayFidelity
 from acp_trace.trace.reader import headers, read_trace, skipped_inputs
 
 Paths = str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
@@ -27,6 +29,8 @@ class Analysis:
 
     records: pl.DataFrame
     marker_meta: str | None = None
+    # look for a replay's source in its own trace only (the dataset's rows: one trace each)
+    per_trace_sources: bool = False
     # the checks' context per `schema` setting, kept: the schema pass runs once per Analysis
     _contexts: dict[bool, checks.Context] = field(
         default_factory=dict, init=False, repr=False, compare=False
@@ -46,7 +50,27 @@ class Analysis:
     @cached_property
     def replays(self) -> pl.DataFrame:
         table = replays_table(self.timeline, self.facts)
+        table = table.hstack(fidelity_columns(self.fidelity).get_columns())
         return table.hstack(phases.stderr_in_gaps(self.timeline, self.facts).get_columns())
+
+    def _fidelity(self) -> list[ReplayFidelity]:
+        return self.fidelity
+
+    @cached_property
+    def fidelity(self) -> list[ReplayFidelity]:
+        """Each replay row set against its source (rules.md "Replay fidelity"), in the order
+        of the replays table, with the differences behind its fields."""
+        return replay_fidelity(
+            self.timeline,
+            self.facts,
+            self.turn_facts,
+            self.headers,
+            per_trace=self.per_trace_sources,
+        )
+
+    def linked_sessions(self) -> pl.DataFrame:
+        """Per trace, the sessions a source search links across traces (`trace`, `session`)."""
+        return linked_sessions(self.timeline, self.facts, self.turn_facts)
 
     @cached_property
     def gap_phases(self) -> pl.DataFrame:
@@ -93,7 +117,9 @@ class Analysis:
         check_rule_filter(rules, min_severity)
         ctx = self._contexts.get(schema)
         if ctx is None:
-            ctx = checks.Context(self.timeline, self.facts, self.turn_facts, self.headers, schema)
+            ctx = checks.Context(
+                self.timeline, self.facts, self.turn_facts, self.headers, schema, self._fidelity
+            )
             self._contexts[schema] = ctx
         return checks.run_checks(ctx, rules, min_severity)
 

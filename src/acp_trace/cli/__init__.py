@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "record",
     "mock",
     "analysis",
+    "fidelity",
     "diff",
     "drive",
     "output",

@@ -104,17 +104,19 @@ def replay_columns_asked(columns: str | None) -> list[str] | None:
         return None
     import polars as pl
 
+    from acp_trace.analysis.replay_fidelity import FIDELITY_SCHEMA
     from acp_trace.analysis.replays import REPLAY_SCHEMA
     from acp_trace.render.report.tables import replay_columns, replays_view
 
     chosen = [c.strip() for c in columns.split(",") if c.strip()]
-    empty = pl.DataFrame(schema=REPLAY_SCHEMA | {c: pl.String for c in GAP_PHASE_COLUMNS})
+    phases = {c: pl.String for c in GAP_PHASE_COLUMNS}
+    empty = pl.DataFrame(schema=REPLAY_SCHEMA | FIDELITY_SCHEMA | phases)
     replay_columns(replays_view(empty), chosen)
     return chosen or None
 
 
 # The columns the phase pass adds to the replays table (analysis/phases.py; a test keeps
-# REPLAY_SCHEMA and these equal to the columns of an analyzed table).
+# REPLAY_SCHEMA, FIDELITY_SCHEMA and these equal to the columns of an analyzed table).
 GAP_PHASE_COLUMNS = ("stderr_lines_in_gap", "last_stderr_in_gap")
 
 

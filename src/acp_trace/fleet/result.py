@@ -12,7 +12,17 @@ from acp_trace.analysis.latency import GROUPS, aggregate_requests
 from acp_trace.errors import UsageError
 
 UNWRITTEN = {"trace": pl.String, "problem": pl.String}
-TABLES = ("replays", "findings", "turns", "requests", "losses", "traces", "skipped", "untimed")
+TABLES = (
+    "replays",
+    "findings",
+    "turns",
+    "requests",
+    "losses",
+    "traces",
+    "skipped",
+    "untimed",
+    "sessions",
+)
 
 
 @dataclass

@@ -12,6 +12,7 @@ import polars as pl
 from acp_trace.errors import InputError, UsageError, WorkerError
 from acp_trace.fleet.partition import partition
 from acp_trace.fleet.result import UNWRITTEN, FleetResult, concat
+from acp_trace.fleet.sources import across_partitions
 from acp_trace.fleet.work import COMPUTED, Part, analyze_part
 from acp_trace.trace.paths import Found, find_traces
 from acp_trace.trace.pool import traces_named, worker_context
@@ -70,6 +71,8 @@ def run(
         raise InputError(f"no trace could be analyzed ({len(failed)} failed; first: {first})")
     out = concat(results)
     check_roots(found, out["skipped"])
+    if target is None and len(parts) > 1:  # a dataset's rows look in their own trace only
+        out = across_partitions(out, found, fmt=fmt, marker_meta=marker_meta)
     return FleetResult(
         replays=out["replays"],
         all_findings=out["findings"],

@@ -41,7 +41,8 @@ def analyze_part(part: Part) -> dict[str, pl.DataFrame]:
     `unwritten` (the traces whose files could not be written, with the reason).
     """
     records = read_found(part.found, fmt=part.fmt)
-    a = Analysis(records, marker_meta=part.marker_meta)
+    # a dataset's rows depend on their trace alone: sources in the replay's own trace
+    a = Analysis(records, marker_meta=part.marker_meta, per_trace_sources=part.dataset is not None)
     wanted: dict[str, Callable[[], pl.DataFrame]] = {
         "replays": lambda: a.replays,
         "findings": lambda: a.findings(schema=part.schema),
@@ -56,6 +57,10 @@ def analyze_part(part: Part) -> dict[str, pl.DataFrame]:
         "traces": a.traces(),
         "skipped": skipped_inputs(records),
         "untimed": pl.DataFrame({"trace": a.untimed()}, schema={"trace": pl.String}),
+        # what ties a replay to a source in another partition (fleet.sources)
+        "sessions": a.linked_sessions()
+        if {"replays", "findings"} & set(part.tables)
+        else pl.DataFrame(schema={"trace": pl.String, "session": pl.String}),
     }
     if part.dataset is not None:
         from acp_trace.render.dataset import append

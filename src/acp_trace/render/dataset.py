@@ -1,8 +1,8 @@
 """A Parquet dataset that grows, each trace's rows exactly once: `export --format parquet --dataset`.
 
     DIR/acp-trace-dataset.json                     what the folder is (schema version, tables)
-    DIR/<table>/agent_key=<key>/day=<YYYY-MM-DD>/<trace_id>-v2.parquet   one trace's rows
-    DIR/<table>/agent_key=<key>/day=<YYYY-MM-DD>/compact-<hash>-v2.parquet  after `compact`
+    DIR/<table>/agent_key=<key>/day=<YYYY-MM-DD>/<trace_id>-v3.parquet   one trace's rows
+    DIR/<table>/agent_key=<key>/day=<YYYY-MM-DD>/compact-<hash>-v3.parquet  after `compact`
     DIR/_traces/<id[:2]>/<trace_id>.json           where the trace's files go (its claim)
     DIR/_traces/<id[:2]>/<trace_id>.done           every file of the trace is in place
     DIR/_lock                                      exports share it, `compact` holds it alone
@@ -42,7 +42,7 @@ from acp_trace.trace.format import started_at
 if TYPE_CHECKING:
     from acp_trace.analysis.front import Analysis
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 3: the replays table's fidelity fields (rules.md "Replay fidelity")
 TABLES = ("records", "replays", "findings", "turns")
 WRITE_ORDER = ("replays", "findings", "turns", "records")  # records last: the trace's commit
 MARKER_FILE = "acp-trace-dataset.json"

@@ -4,6 +4,7 @@ Every check has the same signature, `(ctx: Context) -> Iterator[Finding]`, and r
 that the timeline, the replay pass and the turn pass already found. Messages say what was
 expected, what came instead, and where (trace, session, seq). The rules live in these modules:
 `replay_rules` (markers, resumes, loads), `subagent_rules` (child sessions, suggestions),
+`fidelity_rules` (is the replay the session: `acp_trace.fidelity`),
 `wire_rules` (JSON-RPC on stdio, imports),
 `schema_rules` (the ACP JSON Schema) and `profile_rules` (claude-agent-acp's signals); importing
 them registers them in catalogue order. Every finding says who broke the rule (`side`).
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 RULE_MODULES = (
     "replay_rules",
     "subagent_rules",
+    "fidelity_rules",
     "wire_rules",
     "schema_rules",
     "profile_rules",

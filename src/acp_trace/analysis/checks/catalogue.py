@@ -41,6 +41,14 @@ CATALOGUE = tuple(Entry(*fields) for fields in (
     ('child-update-before-announce', 'error', 'agent', 'a live update or agent request for a child came before the subagent_update announcing it'),
     ('suggestions-in-replay', 'warning', 'agent', 'a prompt_suggestions_update before the marker of a replay'),
     ('subagents-not-advertised', 'error', 'agent', 'a v1 agent sent subagent updates to a client that did not advertise subagents'),
+    ('replay-prompt-id-changed', 'error', 'agent', "a prompt's user message replayed under another messageId, or its id with other content"),
+    ('replay-chunk-before-message', 'error', 'agent', 'a replayed chunk came before the whole-message update of its messageId'),
+    ('replay-duplicate-message', 'warning', 'agent', 'a replay repeated a whole message or a tool call under the same id'),
+    ('replay-id-unstable', 'warning', 'agent', 'a replayed message matched its source by content under another id'),
+    ('replay-reordered', 'warning', 'agent', 'a replay carried messages out of the order of its source'),
+    ('replay-truncated-content', 'warning', 'agent', 'a replayed message or tool call carried less content than its source'),
+    ('replay-missing-messages', 'info', 'agent', 'a replay left out messages of its source'),
+    ('replay-extra-messages', 'info', 'agent', 'a replay carried messages its complete source lacks'),
     ('non-json-line', 'error', 'both', "a line on the agent's stdout or the client's stdin is not JSON-RPC"),
     ('unanswered-request', 'warning', 'both', 'a request has no response when the trace ends'),
     ('orphan-response', 'warning', 'both', 'a response answers no pending request of the other side'),
@@ -57,3 +65,11 @@ CATALOGUE = tuple(Entry(*fields) for fields in (
 ))
 # fmt: on
 ENTRIES = {entry.id: entry for entry in CATALOGUE}
+# The official ACP test kit's requirement that a rule checks on recorded traffic (acp-tck's
+# ACP-<AREA>-<NNN> ids; protocol-notes.md "What a replay must carry").
+TCK = {
+    "load-updates-after-response": "ACP-RESUME-202",
+    "replay-without-cursor": "ACP-RESUME-203",
+    "replay-prompt-id-changed": "ACP-RESUME-204",
+    "replay-chunk-before-message": "ACP-RESUME-205",
+}

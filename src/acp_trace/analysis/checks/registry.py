@@ -11,8 +11,10 @@ import polars as pl
 
 from acp_trace.analysis.checks.catalogue import ENTRIES, SEVERITIES, SIDES, Entry
 from acp_trace.analysis.latency import TurnFacts
+from acp_trace.analysis.replay_fidelity import replay_fidelity
 from acp_trace.analysis.replays import Facts, Window
 from acp_trace.analysis.schema import SchemaFacts, validate_timeline
+from acp_trace.fidelity import ReplayFidelity
 from acp_trace.jsonrpc import json_text
 
 __all__ = ["SEVERITIES", "SIDES"]  # defined in the catalogue, named here too
@@ -53,10 +55,19 @@ class Context:
     turns: TurnFacts
     headers: dict[str, dict[str, Any]]
     validate: bool = True
+    # the replays' fidelity as the Analysis computed it (computed here when not handed over)
+    fidelity_of: Callable[[], list[ReplayFidelity]] | None = None
 
     @cached_property
     def schema(self) -> SchemaFacts | None:
         return validate_timeline(self.timeline) if self.validate else None
+
+    @cached_property
+    def fidelity(self) -> list[ReplayFidelity]:
+        """Each replay row against its source (`acp_trace.fidelity`), in replays-table order."""
+        if self.fidelity_of is not None:
+            return self.fidelity_of()
+        return replay_fidelity(self.timeline, self.facts, self.turns, self.headers)
 
     def at(
         self,

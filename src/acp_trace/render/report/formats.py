@@ -100,7 +100,7 @@ def check_output(analysis: Any, findings: pl.DataFrame, fmt: str) -> str:
         return format_losses(losses) + format_findings(findings, traces, skipped.height)
     if fmt == "json":
         doc = {
-            "findings": rows_json(findings),
+            "findings": _with_tck(rows_json(findings)),
             "replays": rows_json(analysis.replays),
             "traces": [{"path": t, "records": n, "malformed": m} for t, n, m in traces.iter_rows()],
             "input_problems": [{"path": t, "problem": p} for t, p in skipped.iter_rows()],
@@ -110,6 +110,13 @@ def check_output(analysis: Any, findings: pl.DataFrame, fmt: str) -> str:
     if fmt == "junit":
         return junit(findings, traces, skipped, losses)
     raise UsageError(f"--format {fmt}: expected text, json or junit")
+
+
+def _with_tck(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each finding with `tck`: the acp-tck requirement its rule checks, or null."""
+    from acp_trace.analysis.checks.catalogue import TCK
+
+    return [{**r, "tck": TCK.get(r["rule"])} for r in rows]
 
 
 def _json_text(doc: Any) -> str:
@@ -161,9 +168,14 @@ def junit(
 
 
 def _testcase(rule_id: str, side: str, found: pl.DataFrame) -> str:
+    from acp_trace.analysis.checks.catalogue import TCK
+
     head = f"    <testcase classname={_attr(side)} name={_attr(rule_id)}"
+    tck = TCK.get(rule_id)
+    if tck is not None:  # the acp-tck requirement the rule checks, as a testcase property
+        head += f'>\n      <properties><property name="tck" value={_attr(tck)}/></properties'
     if not found.height:
-        return head + "/>\n"
+        return head + ("/>\n" if tck is None else ">\n    </testcase>\n")
     lines = "\n".join(
         f"{f['severity']} at seq {f['seq']} in {f['trace']} (session {f['session']}): "
         f"{f['message']}"

@@ -17,6 +17,7 @@ from acp_trace.render.plots.latency import PHASES
 from acp_trace.render.report.context import Context, capped
 from acp_trace.render.report.document import Block, Bullets, Code, Heading, Image, Paragraph
 from acp_trace.render.report.facts import overview, source_name
+from acp_trace.render.report.fidelity_section import fidelity
 from acp_trace.render.report.text import loss_lines
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
@@ -236,6 +237,7 @@ def build(ctx: Context, command_text: str | None) -> list[Block]:
     return [
         *overview(ctx),
         *findings(ctx),
+        *fidelity(ctx),
         *slowest(ctx),
         *latency(ctx),
         *inputs(ctx),

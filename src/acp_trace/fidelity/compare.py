@@ -1,0 +1,214 @@
+"""Each replay set against its source: the fields of rules.md "Replay fidelity" and every
+difference behind them, one `ReplayFidelity` per replay row."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from acp_trace.fidelity.match import Matching, Pair, match
+from acp_trace.fidelity.messages import Message
+from acp_trace.fidelity.rows import AgentRows
+from acp_trace.fidelity.source import Source, Sources
+from acp_trace.fidelity.spans import NewSession, ReplaySpan, TurnSpan
+
+TEXT_PREVIEW = 80  # characters of a message's text a difference shows
+
+# what a difference is, in the order a person reads them
+WHATS = (
+    "missing",
+    "extra",
+    "duplicated",
+    "id_changed",
+    "prompt_id_changed",
+    "reordered",
+    "truncated",
+    "chunk_before_message",
+)
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One message that differs between a replay and its source."""
+
+    what: str  # one of WHATS
+    kind: str  # user_message, agent_message, agent_thought, session_message, tool_call
+    source_id: Any
+    replay_id: Any
+    source_trace: str | None
+    source_seq: int | None
+    replay_seq: int | None
+    source_bytes: int | None
+    replay_bytes: int | None
+    text: str  # the first TEXT_PREVIEW characters of its content text (raw: escape to show)
+
+
+@dataclass
+class ReplayFidelity:
+    """The fidelity fields of one replay row and the differences behind them."""
+
+    span: ReplaySpan
+    source: str | None = None
+    source_complete: bool | None = None
+    source_trace: str | None = None
+    source_seq: int | None = None  # the source's first record (E's request or the first turn's)
+    source_replay: bool | None = None  # the source starts with an earlier replay (E)
+    source_turns: int | None = None  # the prompt turns in the source (after E when there is one)
+    source_messages: int | None = None
+    replay_messages: int = 0
+    replay_missing: int | None = None
+    replay_extra: int | None = None
+    replay_duplicated: int = 0
+    replay_id_changed: int | None = None
+    replay_reordered: int | None = None
+    replay_truncated: int | None = None
+    replay_truncated_bytes: int | None = None
+    prompt_id_changed: int = 0
+    unstable_ids: int = 0  # id changes outside the prompts' ids (replay-id-unstable)
+    chunks_before_message: int = 0
+    prompt_keys: frozenset[str] = frozenset()  # the exact ids of the v2 prompts' messages
+    differences: list[Difference] = field(default_factory=list)
+
+
+FIELDS = (
+    "source",
+    "source_complete",
+    "source_messages",
+    "replay_missing",
+    "replay_extra",
+    "replay_duplicated",
+    "replay_id_changed",
+    "replay_reordered",
+    "replay_truncated",
+    "replay_truncated_bytes",
+)
+
+
+def compare(
+    tl: pl.DataFrame,
+    replays: Sequence[ReplaySpan],
+    turns: Sequence[TurnSpan],
+    new_sessions: Sequence[NewSession],
+    seq_of: dict[int, int | None],
+) -> list[ReplayFidelity]:
+    """One `ReplayFidelity` per replay, in the order given. `seq_of`: row -> seq for the rows
+    the spans start at (a difference names the source by its trace and seq)."""
+    rows = AgentRows(tl)
+    sources = Sources(rows, replays, turns, new_sessions)
+    return [_one(r, sources, seq_of) for r in replays]
+
+
+def _one(r: ReplaySpan, sources: Sources, seq_of: dict[int, int | None]) -> ReplayFidelity:
+    out = _compared(r, sources, seq_of)
+    order = {w: i for i, w in enumerate(WHATS)}
+    out.differences.sort(key=lambda d: order[d.what])  # stable: each kind in record order
+    return out
+
+
+def _compared(r: ReplaySpan, sources: Sources, seq_of: dict[int, int | None]) -> ReplayFidelity:
+    built = sources.replay_built(r)
+    out = ReplayFidelity(r, replay_messages=len(built.messages))
+    out.replay_duplicated = len(built.duplicated)
+    for m in built.duplicated:
+        out.differences.append(_diff("duplicated", None, m))
+    if r.v2:
+        out.chunks_before_message = len(built.chunk_first)
+        for seq, ident, kind in built.chunk_first:
+            out.differences.append(
+                Difference(
+                    "chunk_before_message", kind, None, ident, None, None, seq, None, None, ""
+                )
+            )
+    src = sources.of(r)
+    out.prompt_keys = frozenset(src.prompt_ids)
+    _prompts(out, src, built.messages, r.v2)
+    if src.kind is None:
+        return out
+    first = src.replay or src.turns[0]
+    out.source, out.source_complete = src.kind, src.complete
+    out.source_trace, out.source_seq = first.trace, seq_of.get(first.req_row)
+    out.source_turns = len(src.turns)
+    out.source_replay = src.replay is not None
+    _fields(out, src, match(src.messages, built.messages))
+    return out
+
+
+def against(
+    recorded_tl: pl.DataFrame, recorded: ReplaySpan, new_tl: pl.DataFrame, new: ReplaySpan
+) -> ReplayFidelity:
+    """A new replay set against a recorded one of the same session, the recorded replay its
+    whole source (`acp-trace drive`: the recording's replay is what the agent should carry
+    again). Its messages may be counted as extra only against a complete source: null here."""
+    seq_of = {recorded.req_row: recorded_tl["seq"][recorded.req_row]}
+    before = Sources(AgentRows(recorded_tl), [recorded], [], []).replay_built(recorded)
+    now = Sources(AgentRows(new_tl), [new], [], []).replay_built(new)
+    out = ReplayFidelity(new, replay_messages=len(now.messages))
+    out.replay_duplicated = len(now.duplicated)
+    src = Source("replay", False, recorded, [], before.messages)
+    out.source, out.source_complete, out.source_replay = "replay", False, True
+    out.source_trace, out.source_seq, out.source_turns = recorded.trace, seq_of[recorded.req_row], 0
+    _fields(out, src, match(before.messages, now.messages))
+    return out
+
+
+def _fields(out: ReplayFidelity, src: Source, m: Matching) -> None:
+    changed = [p for p in m.pairs if p.by == "content" and _ids_differ(p)]
+    cut = [p for p in m.pairs if p.replay.bytes < p.source.bytes]
+    out.source_messages = len(src.messages)
+    out.replay_missing = len(m.missing)
+    out.replay_extra = len(m.extra) if src.complete else None
+    out.replay_id_changed = len(changed)
+    out.unstable_ids = sum(1 for p in changed if p.source.key not in src.prompt_ids)
+    out.replay_reordered = len(m.reordered)
+    out.replay_truncated = len(cut)
+    out.replay_truncated_bytes = sum(p.source.bytes - p.replay.bytes for p in cut)
+    add = out.differences.append
+    for s in m.missing:
+        add(_diff("missing", s, None))
+    if src.complete:
+        for x in m.extra:
+            add(_diff("extra", None, x))
+    for what, chosen in (("id_changed", changed), ("reordered", m.reordered), ("truncated", cut)):
+        for p in chosen:
+            add(_diff(what, p.source, p.replay))
+
+
+def _prompts(out: ReplayFidelity, src: Source, replay: list[Message], v2: bool) -> None:
+    """replay-prompt-id-changed: a prompt's user message under another id, or its id M with
+    other content (v2 replays only)."""
+    if not v2 or not src.prompt_ids:
+        return
+    by_text: dict[str, str] = {text: key for key, text in src.prompt_ids.items()}
+    for m in replay:
+        if m.kind != "user_message":
+            continue
+        key = m.key
+        if (key in src.prompt_ids and src.prompt_ids[key] != m.text) or (
+            key not in src.prompt_ids and m.text in by_text
+        ):
+            out.prompt_id_changed += 1
+            out.differences.append(_diff("prompt_id_changed", None, m))
+
+
+def _ids_differ(p: Pair) -> bool:
+    return p.source.key is not None and p.replay.key is not None and p.source.key != p.replay.key
+
+
+def _diff(what: str, s: Message | None, r: Message | None) -> Difference:
+    ref = s or r
+    assert ref is not None
+    return Difference(
+        what=what,
+        kind=ref.kind,
+        source_id=s.id if s else None,
+        replay_id=r.id if r else None,
+        source_trace=s.trace if s else None,
+        source_seq=s.first_seq if s else None,
+        replay_seq=r.first_seq if r else None,
+        source_bytes=s.bytes if s else None,
+        replay_bytes=r.bytes if r else None,
+        text=ref.text[:TEXT_PREVIEW],
+    )
