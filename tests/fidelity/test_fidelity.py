@@ -408,3 +408,14 @@ def test_the_fleet_finds_a_source_in_another_partition(tmp_path: Path) -> None:
     assert result.replays.equals(one.replays)
     assert result.replays["replay_id_changed"].to_list() == [4]
     assert result.all_findings.equals(one.findings())
+
+
+def test_another_agents_session_of_the_same_id_is_no_source(tmp_path: Path) -> None:
+    """A session is its agent's: a recording of another agent that uses the same session id
+    (fabricated ids, fixtures) is not its history."""
+    first, later = TraceBuilder(agent="agent-a"), TraceBuilder(agent="agent-b")
+    live(first, 2)
+    later.lines[0] = later.lines[0].replace(b"2026-11-30T10:00", b"2026-11-30T11:00")
+    replay_all(later, 2)
+    paths = [first.write(tmp_path / "a.jsonl"), later.write(tmp_path / "b.jsonl")]
+    assert acp_trace.analyze(paths).replays["source"].to_list() == [None]

@@ -40,9 +40,10 @@ def replay_fidelity(
     over every trace (rules.md), or, with `per_trace`, in the replay's own trace only (a row
     that depends on its trace alone: the dataset's exactly-once rows)."""
     order = recording_order(headers, tl)
-    spans = list(_replay_spans(facts, order))
-    turn_spans = list(_turn_spans(tl, turns, order))
-    made = _new_sessions(tl, order)
+    agents = agent_names(tl)
+    spans = list(_replay_spans(facts, order, agents))
+    turn_spans = list(_turn_spans(tl, turns, order, agents))
+    made = _new_sessions(tl, order, agents)
     rows = [s.req_row for s in spans] + [t.req_row for t in turn_spans]
     seq_of = values_at(tl["seq"], iter(rows))
     if not per_trace:
@@ -73,7 +74,8 @@ def linked_sessions(tl: pl.DataFrame, facts: Facts, turns: TurnFacts) -> pl.Data
 
 def replay_spans(a: Any) -> list[ReplaySpan]:
     """The replay spans of an Analysis, in the order of its replays table."""
-    return list(_replay_spans(a.facts, recording_order(a.headers, a.timeline)))
+    order = recording_order(a.headers, a.timeline)
+    return list(_replay_spans(a.facts, order, agent_names(a.timeline)))
 
 
 def fidelity_columns(found: list[ReplayFidelity]) -> pl.DataFrame:
@@ -96,7 +98,14 @@ def recording_order(headers: dict[str, dict[str, Any]], tl: pl.DataFrame) -> dic
     return {t: i for i, t in enumerate(sorted(traces, key=key))}
 
 
-def _replay_spans(facts: Facts, order: dict[str, int]) -> Any:
+def agent_names(tl: pl.DataFrame) -> dict[str, str | None]:
+    """Each trace's agent name (from its initialize exchange)."""
+    return dict(tl.select("trace", "agent").unique("trace").iter_rows())
+
+
+def _replay_spans(
+    facts: Facts, order: dict[str, int], agents: dict[str, str | None] | None = None
+) -> Any:
     for w in facts.windows:
         if not w.replaying:
             continue
@@ -107,7 +116,9 @@ def _replay_spans(facts: Facts, order: dict[str, int]) -> Any:
             yield ReplaySpan(w.trace, place, stats.session, w.req_row, stop, end, w.v2, w.succeeded)
 
 
-def _turn_spans(tl: pl.DataFrame, turns: TurnFacts, order: dict[str, int]) -> Any:
+def _turn_spans(
+    tl: pl.DataFrame, turns: TurnFacts, order: dict[str, int], agents: dict[str, str | None]
+) -> Any:
     msgs, seqs = tl["msg"], tl["seq"]
     for t in turns.turns:
         v2 = t.protocol == 2
@@ -126,11 +137,17 @@ def _turn_spans(tl: pl.DataFrame, turns: TurnFacts, order: dict[str, int]) -> An
             prompt,
             message_id,
             seqs[t.req_row],
+            agents.get(t.trace),
         )
 
 
-def _new_sessions(tl: pl.DataFrame, order: dict[str, int]) -> list[NewSession]:
-    return [NewSession(session, order[trace], row) for row, trace, session in _made(tl)]
+def _new_sessions(
+    tl: pl.DataFrame, order: dict[str, int], agents: dict[str, str | None]
+) -> list[NewSession]:
+    made = _made(tl)
+    return [
+        NewSession(session, order[trace], row, agents.get(trace)) for row, trace, session in made
+    ]
 
 
 def _made(tl: pl.DataFrame) -> list[tuple[int, str, str]]:

@@ -12,6 +12,8 @@ from acp_trace.fidelity.messages import Built, Message, build, exact_key
 from acp_trace.fidelity.rows import AgentRows
 from acp_trace.fidelity.spans import NewSession, ReplaySpan, TurnSpan
 
+Key = tuple[str | None, str]  # (the agent's name, the session id)
+
 
 @dataclass
 class Source:
@@ -26,7 +28,9 @@ class Source:
 
 
 class Sources:
-    """Finds each replay's source over all the spans of all the traces given."""
+    """Finds each replay's source over all the spans of all the traces given. A session is
+    known by its agent's name and its id: another agent's session that happens to carry the
+    same id (fabricated ids, test fixtures) is not its history."""
 
     def __init__(
         self,
@@ -36,29 +40,31 @@ class Sources:
         new_sessions: Sequence[NewSession],
     ) -> None:
         self.rows = rows
-        self.replays: dict[str, list[ReplaySpan]] = defaultdict(list)
+        self.replays: dict[Key, list[ReplaySpan]] = defaultdict(list)
         for r in sorted(replays, key=lambda r: r.place):
-            self.replays[r.session].append(r)
-        self.turns: dict[str, list[TurnSpan]] = defaultdict(list)
+            self.replays[(r.agent, r.session)].append(r)
+        self.turns: dict[Key, list[TurnSpan]] = defaultdict(list)
         for t in sorted(turns, key=lambda t: t.place):
-            self.turns[t.session].append(t)
-        self.made: dict[str, tuple[int, int]] = {}
+            self.turns[(t.agent, t.session)].append(t)
+        self.made: dict[Key, tuple[int, int]] = {}
         for n in new_sessions:
-            if n.session not in self.made or n.place < self.made[n.session]:
-                self.made[n.session] = n.place
+            key = (n.agent, n.session)
+            if key not in self.made or n.place < self.made[key]:
+                self.made[key] = n.place
         self._turn_messages: dict[tuple[int, int], list[Message]] = {}
         self._replays_built: dict[tuple[int, int, str], Built] = {}
 
     def of(self, r: ReplaySpan) -> Source:
-        earlier = [e for e in self.replays[r.session] if e.ok and e.place < r.place]
+        key = (r.agent, r.session)
+        earlier = [e for e in self.replays[key] if e.ok and e.place < r.place]
         e = earlier[-1] if earlier else None
-        turns = [t for t in self.turns[r.session] if t.place < r.place]
+        turns = [t for t in self.turns[key] if t.place < r.place]
         prompt_ids = self._prompt_ids(turns)
         if e is not None:
             turns = [t for t in turns if t.place > e.place]
         if e is None and not turns:
             return Source(None, None, prompt_ids=prompt_ids)
-        made = self.made.get(r.session)
+        made = self.made.get(key)
         complete = made is not None and made < r.place
         messages = list(self.replay_messages(e)) if e is not None else []
         for t in turns:

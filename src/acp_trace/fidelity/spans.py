@@ -20,6 +20,7 @@ class ReplaySpan:
     end_row: int | None  # the response (or connection end); None: open
     v2: bool
     ok: bool  # answered with success
+    agent: str | None = None  # the agent's name: a session is its agent's (see `Sources`)
 
     @property
     def place(self) -> tuple[int, int]:
@@ -39,6 +40,7 @@ class TurnSpan:
     prompt: Any  # the request's `params.prompt`
     message_id: Any  # v2: the `messageId` the prompt's response returned (None: none)
     req_seq: int | None = None  # the prompt request's seq (where the user's message was sent)
+    agent: str | None = None
 
     @property
     def place(self) -> tuple[int, int]:
@@ -52,6 +54,7 @@ class NewSession:
     session: str
     order: int
     row: int
+    agent: str | None = None
 
     @property
     def place(self) -> tuple[int, int]:
