@@ -112,8 +112,10 @@ def _replay_spans(
         end = w.end_row if w.end != "open" else None
         for stats in w.sessions.values():
             stop = stats.marker_row if stats.marker_row is not None else end
-            place = order.get(w.trace, 0)
-            yield ReplaySpan(w.trace, place, stats.session, w.req_row, stop, end, w.v2, w.succeeded)
+            place, agent = order.get(w.trace, 0), (agents or {}).get(w.trace)
+            yield ReplaySpan(
+                w.trace, place, stats.session, w.req_row, stop, end, w.v2, w.succeeded, agent
+            )
 
 
 def _turn_spans(
