@@ -4,6 +4,7 @@ the README's example test file run against demo-agent."""
 from __future__ import annotations
 
 import shlex
+import stat
 import subprocess
 import sys
 
@@ -112,22 +113,63 @@ CHECK_FAILED = [
 def test_acp_check_fails_a_test_on_error_findings(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A test that asserts nothing errors when its trace has an error finding under
-    --acp-check, with the finding and the trace path; without the option it passes."""
+    """A test that asserts nothing fails (a failed test, not an error at teardown) when its
+    trace has an error finding under --acp-check, with the finding as the failure's text and
+    the trace path; without the option it passes."""
     _agent_env(monkeypatch, 2, "live-before-marker")
     pytester.makepyfile(test_quiet=QUIET.format(marker=""))
-    result = pytester.runpytest_subprocess("--strict-markers", "--acp-check")
-    result.assert_outcomes(passed=1, errors=1)
+    result = pytester.runpytest_subprocess("--strict-markers", "--acp-check", "-rf")
+    result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(CHECK_FAILED)
+    result.stdout.fnmatch_lines(
+        ["FAILED test_quiet.py::test_resume - Failed: acp-trace check: 1 error*"]
+    )
+    assert "at teardown" not in result.stdout.str()
     pytester.runpytest_subprocess("--strict-markers").assert_outcomes(passed=1)
 
 
 def test_the_acp_check_marker_does_the_same_for_one_test(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The acp_check marker (registered: --strict-markers accepts it) checks that test."""
+    """The acp_check marker (registered: --strict-markers accepts it) checks that test, and
+    fails it the same way."""
     _agent_env(monkeypatch, 2, "live-before-marker")
     pytester.makepyfile(test_quiet=QUIET.format(marker="@pytest.mark.acp_check"))
     result = pytester.runpytest_subprocess("--strict-markers")
-    result.assert_outcomes(passed=1, errors=1)
+    result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(CHECK_FAILED)
+
+
+PARAMETRIZED = """
+import os, shlex
+import pytest
+
+@pytest.mark.parametrize("name", ["a b", "a_b", "a/b"])
+def test_p(acp_agent, name):
+    agent = acp_agent(shlex.split(os.environ["ACP_AGENT"]))
+    agent.client.initialize(protocol=2)
+    agent.client.request("session/new", {"cwd": "/tmp/" + name.replace(" ", "-"), "mcpServers": []})
+"""
+
+
+def test_test_ids_that_differ_by_a_space_an_underscore_or_a_slash_keep_their_own_traces(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three parametrized tests whose ids differ only by ' ', '_' and '/' get three folders
+    under --acp-trace-dir, each with its own test's trace; a second run into the same
+    folder makes new folders and leaves the first run's traces as they were."""
+    _agent_env(monkeypatch, 2)
+    pytester.makepyfile(test_p=PARAMETRIZED)
+    kept = pytester.path / "traces"
+    pytester.runpytest_subprocess(f"--acp-trace-dir={kept}").assert_outcomes(passed=3)
+    first = {p: p.read_bytes() for p in kept.rglob("agent-1.jsonl")}
+    assert len(first) == 3
+    cwds = sorted(
+        next(part for part in data.decode().split('"') if part.startswith("/tmp/a"))
+        for data in first.values()
+    )
+    assert cwds == ["/tmp/a-b", "/tmp/a/b", "/tmp/a_b"]
+    assert all(stat.S_IMODE(p.parent.stat().st_mode) == 0o700 for p in first)
+    pytester.runpytest_subprocess(f"--acp-trace-dir={kept}").assert_outcomes(passed=3)
+    assert len(list(kept.rglob("agent-1.jsonl"))) == 6
+    assert {p: p.read_bytes() for p in first} == first
