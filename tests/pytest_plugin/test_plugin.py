@@ -4,13 +4,16 @@ the README's example test file run against demo-agent."""
 from __future__ import annotations
 
 import shlex
+import signal
 import stat
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from drivelib import demo_agent, readme_example
+from acp_trace.jsonrpc import loads
+from drivelib import HANG, demo_agent, readme_example, running, wait_for
 
 pytest_plugins = ["pytester"]
 
@@ -173,3 +176,47 @@ def test_test_ids_that_differ_by_a_space_an_underscore_or_a_slash_keep_their_own
     pytester.runpytest_subprocess(f"--acp-trace-dir={kept}").assert_outcomes(passed=3)
     assert len(list(kept.rglob("agent-1.jsonl"))) == 6
     assert {p: p.read_bytes() for p in first} == first
+
+
+HANGING = """
+import sys, time
+
+def test_hang(acp_agent):
+    agent = acp_agent([sys.executable, {agent!r}, {pid!r}], grace=1)
+    agent.client.notify("hello", {{}})
+    open({flag!r} + ".tmp", "w").write(str(agent.trace))
+    __import__("os").rename({flag!r} + ".tmp", {flag!r})
+    time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_to_pytest_ends_the_agent_and_keeps_its_trace(
+    pytester: pytest.Pytester, signum: signal.Signals
+) -> None:
+    """SIGINT (pytest stops, exit 2, and closes the agents) or SIGTERM (pytest dies at once;
+    the tap sees its client's stdin end): either way the agent is ended by the tap and the
+    kept trace ends with the tap's exit and account records."""
+    agent, pid, flag = (pytester.path / n for n in ("hang.py", "agent.pid", "in-test"))
+    agent.write_text(HANG)
+    pytester.makepyfile(test_hang=HANGING.format(agent=str(agent), pid=str(pid), flag=str(flag)))
+    run = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_hang.py",
+         f"--acp-trace-dir={pytester.path / 'kept'}"],
+        cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        wait_for(flag.exists, "the test to start its agent")
+        wait_for(pid.exists, "the agent to run")
+        run.send_signal(signum)
+        out, _ = run.communicate(timeout=300)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == (2 if signum == signal.SIGINT else -signal.SIGTERM), out
+    agent_pid = int(pid.read_text())
+    wait_for(lambda: not running(agent_pid), "the agent to end")
+    trace = Path(flag.read_text())
+    wait_for(lambda: b'"account"' in trace.read_bytes(), "the tap's last record")
+    events = [loads(line).get("event") for line in trace.read_bytes().splitlines()[1:]]
+    assert events[-2:] == ["exit", "account"]
