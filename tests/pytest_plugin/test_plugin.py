@@ -14,6 +14,7 @@ import pytest
 
 from acp_trace.jsonrpc import loads
 from drivelib import HANG, demo_agent, readme_example, running, wait_for
+from testpaths import ROOT
 
 pytest_plugins = ["pytester"]
 
@@ -220,3 +221,18 @@ def test_a_signal_to_pytest_ends_the_agent_and_keeps_its_trace(
     wait_for(lambda: b'"account"' in trace.read_bytes(), "the tap's last record")
     events = [loads(line).get("event") for line in trace.read_bytes().splitlines()[1:]]
     assert events[-2:] == ["exit", "account"]
+
+
+def test_folder_names_are_readable_distinct_and_fit() -> None:
+    """A plain test id gives a readable folder name; ids that differ only inside a parameter
+    get distinct names (a hash of the exact id, as docs/testing.md shows); a long id is cut
+    to fit a file name and stays distinct."""
+    from acp_trace.pytest_plugin import folder_name_of
+
+    assert folder_name_of("tests/test_x.py::test_y") == "tests_test_x.py_test_y"
+    names = [folder_name_of(f"test_p.py::test_p[a{c}b]") for c in " _/"]
+    assert len(set(names)) == 3 and all(n.startswith("test_p.py_test_p_a_b~") for n in names)
+    assert names[0] == "test_p.py_test_p_a_b~0267b97a"
+    assert names[0] in (ROOT / "docs" / "testing.md").read_text()
+    long = [folder_name_of(f"t.py::test[{c * 400}]") for c in "xy"]
+    assert long[0] != long[1] and all(len(n.encode()) <= 255 for n in long)
