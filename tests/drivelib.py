@@ -61,3 +61,25 @@ def running(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return "State:\tZ" not in status  # a zombie has ended
+
+
+BIG = 2**64
+# An agent that asks the client something with an id beyond 64 bits before it answers
+# initialize, and answers it only once the client's answer names that very id (any other
+# request gets an error at once).
+BIG_ID_AGENT = f"""
+import json, sys
+BIG = {BIG} + 7
+def send(msg):
+    sys.stdout.write(json.dumps(msg) + "\\n"); sys.stdout.flush()
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg.get("method") == "initialize":
+        init = msg["id"]
+        send({{"jsonrpc": "2.0", "id": BIG, "method": "fs/read_text_file",
+              "params": {{"sessionId": "s", "path": "/x"}}}})
+    elif "method" not in msg and msg.get("id") == BIG:
+        send({{"jsonrpc": "2.0", "id": init, "result": {{"protocolVersion": 2}}}})
+    elif "id" in msg:
+        send({{"jsonrpc": "2.0", "id": msg["id"], "error": {{"code": -32601, "message": "no"}}}})
+"""

@@ -9,29 +9,7 @@ from pathlib import Path
 
 from acp_trace.jsonrpc import loads_exact
 from clirun import Cli
-from drivelib import demo_agent
-
-BIG = 2**64
-
-# An agent that asks the client something with an id beyond 64 bits before it answers
-# initialize, and answers it only once the client's answer names that very id (any other
-# request gets an error at once).
-AGENT = f"""
-import json, sys
-BIG = {BIG} + 7
-def send(msg):
-    sys.stdout.write(json.dumps(msg) + "\\n"); sys.stdout.flush()
-for line in sys.stdin:
-    msg = json.loads(line)
-    if msg.get("method") == "initialize":
-        init = msg["id"]
-        send({{"jsonrpc": "2.0", "id": BIG, "method": "fs/read_text_file",
-              "params": {{"sessionId": "s", "path": "/x"}}}})
-    elif "method" not in msg and msg.get("id") == BIG:
-        send({{"jsonrpc": "2.0", "id": init, "result": {{"protocolVersion": 2}}}})
-    elif "id" in msg:
-        send({{"jsonrpc": "2.0", "id": msg["id"], "error": {{"code": -32601, "message": "no"}}}})
-"""
+from drivelib import BIG, BIG_ID_AGENT, demo_agent
 
 
 def _bigger(text: str) -> str:
@@ -62,7 +40,7 @@ def test_an_agent_request_id_beyond_64_bits_is_answered_with_that_id(
     """The agent's request numbered 2**64 + 7 gets its answer under 2**64 + 7 exactly, so
     the agent matches it and answers initialize; the play goes on."""
     script = tmp_path / "agent.py"
-    script.write_text(AGENT)
+    script.write_text(BIG_ID_AGENT)
     new = tmp_path / "new.jsonl"
     done = cli("drive", "--speed", "0", "-o", str(new),
                str(recordings["v2"]), "--", sys.executable, str(script))  # fmt: skip

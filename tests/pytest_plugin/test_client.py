@@ -12,9 +12,10 @@ from typing import Any
 import orjson
 import pytest
 
+from acp_trace.jsonrpc import loads_exact
 from acp_trace.pytest_plugin.agent import AgentUnderTest
 from acp_trace.pytest_plugin.client import AcpError, AcpTimeout
-from drivelib import demo_agent
+from drivelib import BIG, BIG_ID_AGENT, demo_agent
 
 Start = Callable[..., AgentUnderTest]
 SILENT = [sys.executable, "-c", "import sys\nfor line in sys.stdin: pass"]
@@ -124,3 +125,24 @@ def test_waits_that_never_end_are_refused(acp_agent: Start, tmp_path: Path) -> N
         agent.client.wait_for_update(sid, "state_update", timeout=float("inf"))
     agent.close()
     assert b"session/prompt" not in agent.trace.read_bytes()
+
+
+def test_an_agent_request_id_beyond_64_bits_is_answered_with_that_id(
+    acp_agent: Start, tmp_path: Path
+) -> None:
+    """The agent's request numbered 2**64 + 7 reaches the callback and is answered under
+    2**64 + 7 exactly (not a float), so the agent matches it and answers initialize."""
+    script = tmp_path / "agent.py"
+    script.write_text(BIG_ID_AGENT)
+    agent = acp_agent([sys.executable, str(script)])
+    asked: list[dict[str, Any]] = []
+    agent.client.on_request("fs/read_text_file", lambda p: asked.append(p) or {"content": ""})
+    assert agent.client.initialize(protocol=2)["protocolVersion"] == 2
+    assert asked == [{"sessionId": "s", "path": "/x"}]
+    agent.close()
+    answers = [
+        rec["msg"]["id"]
+        for rec in map(loads_exact, agent.trace.read_bytes().splitlines()[1:])
+        if rec.get("src") == "client" and "result" in rec.get("msg", {})
+    ]
+    assert answers == [BIG + 7]
