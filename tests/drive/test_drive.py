@@ -103,13 +103,23 @@ def test_an_unknown_session_says_how_to_give_one(
 def test_options_are_checked_before_anything_runs(
     cli: Cli, recordings: dict[str, Path], tmp_path: Path
 ) -> None:
-    """A bad --session, no agent, or -o naming the recording: one line, exit 2, no trace."""
+    """A bad --session, a missing recording, or -o naming the recording, a file that is not a
+    trace or a symbolic link: one line, exit 2, nothing written."""
     bad = cli("drive", "--session", "nope", str(recordings["v1"]), "--", "true")
     assert bad.code == 2 and "--session nope: expected RECORDED=LIVE" in bad.err
     same = cli("drive", "-o", str(recordings["v1"]), str(recordings["v1"]), "--", "true")
     assert same.code == 2 and "that is the recording" in same.err
     missing = cli("drive", str(tmp_path / "none.jsonl"), "--", "true")
     assert missing.code == 2 and "none.jsonl" in missing.err
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine\n")
+    kept = cli("drive", "-o", str(notes), str(recordings["v1"]), "--", "true")
+    assert kept.code == 2 and "found a file that is not one" in kept.err
+    assert notes.read_text() == "mine\n"
+    (tmp_path / "link.jsonl").symlink_to(tmp_path / "elsewhere.jsonl")
+    link = cli("drive", "-o", str(tmp_path / "link.jsonl"), str(recordings["v1"]), "--", "true")
+    assert link.code == 2 and "found a symbolic link" in link.err
+    assert not (tmp_path / "elsewhere.jsonl").exists()
 
 
 def _nothing_made(tmp_path: Path) -> bool:

@@ -1,5 +1,6 @@
-"""`acp-trace drive` stopped by SIGINT or SIGTERM: one line, exit 128 + N, the agent ended
-by the tap as an editor's exit ends it, the new trace complete up to the stop."""
+"""How `acp-trace drive` ends early: stopped by SIGINT or SIGTERM (one line, exit 128 + N, the
+agent ended by the tap as an editor's exit ends it, the new trace complete up to the stop),
+or by an agent that does not answer (a regression, exit 1)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from acp_trace.jsonrpc import loads
+from clirun import Cli
 from drivelib import HANG, running, wait_for
 
 
@@ -49,3 +51,21 @@ def test_a_signal_ends_the_drive_and_its_agent(
     events = [loads(line).get("event") for line in new.read_bytes().splitlines()[1:]]
     assert events[-2:] == ["exit", "account"]
     assert os.stat(new).st_mode & 0o777 == 0o600
+
+
+def test_a_play_that_stops_early_names_what_it_did_not_send(
+    cli: Cli, recordings: dict[str, Path], tmp_path: Path
+) -> None:
+    """An agent that never answers: the wait runs out (--timeout), the stop is a regression,
+    exit 1, and the replays never asked for are named as requests never sent, not as
+    `request None`."""
+    agent = tmp_path / "hang.py"
+    agent.write_text(HANG)
+    done = cli("drive", "--timeout", "1", "--grace", "0", "-o", str(tmp_path / "new.jsonl"),
+               str(recordings["v2"]), "--", sys.executable, str(agent), str(tmp_path / "pid"))  # fmt: skip
+    assert done.code == 1, done.out + done.err
+    assert "the run stopped: no answer to initialize (client message 1" in done.out
+    assert "None" not in done.out
+    assert "a recorded request never sent: session/resume on sess_new_1: replay complete" in (
+        done.out
+    )
