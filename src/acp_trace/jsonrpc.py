@@ -106,6 +106,27 @@ def loads_exact(data: bytes | str) -> Any:
         raise ValueError("JSON nested too deeply to read") from None
 
 
+def loads_message(data: bytes | str) -> Any:
+    """Parse a JSON-RPC line (a message or a batch) with its ids exact at any size: orjson,
+    and the stdlib again (`loads_exact`) when an id or a `$/cancel_request`'s
+    `params.requestId` came out a float (an integer beyond 64 bits, which orjson reads as one;
+    a client that answered it with the float would never be matched). ValueError as `loads`."""
+    value = loads(data)
+    return loads_exact(data) if has_float_id(value) else value
+
+
+def has_float_id(value: Any) -> bool:
+    """True when a parsed message (or a batch) holds a float id or `params.requestId`."""
+    for msg in value if isinstance(value, list) else [value]:
+        if not isinstance(msg, dict):
+            continue
+        params = msg.get("params")
+        request = params.get("requestId") if isinstance(params, dict) else None
+        if isinstance(msg.get("id"), float) or isinstance(request, float):
+            return True
+    return False
+
+
 def _reject_constant(name: str) -> Any:
     """NaN and Infinity are not JSON: the stdlib accepts them, acp-trace does not."""
     raise ValueError(f"{name} is not JSON")

@@ -25,6 +25,19 @@ def recordings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     }
 
 
+@pytest.fixture(autouse=True)
+def empty_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """HOME and XDG_STATE_HOME are empty folders of the test's own (no ~/.local/state, no
+    trace folder yet), and $ACP_TRACE_DIR is unset: what a fresh machine has."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (tmp_path / "state").mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.delenv("ACP_TRACE_DIR", raising=False)
+    return home
+
+
 @pytest.fixture
 def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
     """`acp-trace ARGS` in-process, in tmp_path, 100 columns wide."""

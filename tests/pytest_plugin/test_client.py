@@ -3,6 +3,7 @@ with the plugin installed, so the fixture is the one agent authors get)."""
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -11,9 +12,10 @@ from typing import Any
 import orjson
 import pytest
 
+from acp_trace.jsonrpc import loads_exact
 from acp_trace.pytest_plugin.agent import AgentUnderTest
 from acp_trace.pytest_plugin.client import AcpError, AcpTimeout
-from drivelib import demo_agent
+from drivelib import BIG, BIG_ID_AGENT, demo_agent
 
 Start = Callable[..., AgentUnderTest]
 SILENT = [sys.executable, "-c", "import sys\nfor line in sys.stdin: pass"]
@@ -99,3 +101,48 @@ def test_an_agent_that_cannot_start_says_why(acp_agent: Start) -> None:
     text = str(failed.value)
     assert "closed the connection before answering initialize" in text
     assert "cannot start /nonexistent/agent: No such file or directory" in text
+
+
+def test_waits_that_never_end_are_refused(acp_agent: Start, tmp_path: Path) -> None:
+    """timeout=inf (which died with an OverflowError at the end of a v2 turn), nan, 0 or
+    past a day, and grace=inf or negative: a ValueError naming the value before the agent
+    starts; a call's own timeout the same, before anything is sent."""
+    started = tmp_path / "started"
+    touch = [sys.executable, "-c", f"open({str(started)!r}, 'w')"]
+    bad = [("timeout", float("inf")), ("timeout", float("nan")), ("timeout", 0),
+           ("timeout", 1e9), ("grace", float("inf")), ("grace", -1.0)]  # fmt: skip
+    for name, value in bad:
+        said = re.escape(f"acp_agent({name}=...) {value:g}: expected seconds")
+        with pytest.raises(ValueError, match=said):
+            acp_agent(touch, **{name: value})
+    assert not started.exists()
+    agent = acp_agent(demo_agent("--turns", "2"))
+    agent.client.initialize(protocol=2)
+    sid = agent.client.new_session(cwd="/tmp/project")
+    with pytest.raises(ValueError, match=r"session/prompt timeout inf: expected seconds"):
+        agent.client.prompt(sid, "hello", timeout=float("inf"))
+    with pytest.raises(ValueError, match=r"wait_for_update timeout inf: expected seconds"):
+        agent.client.wait_for_update(sid, "state_update", timeout=float("inf"))
+    agent.close()
+    assert b"session/prompt" not in agent.trace.read_bytes()
+
+
+def test_an_agent_request_id_beyond_64_bits_is_answered_with_that_id(
+    acp_agent: Start, tmp_path: Path
+) -> None:
+    """The agent's request numbered 2**64 + 7 reaches the callback and is answered under
+    2**64 + 7 exactly (not a float), so the agent matches it and answers initialize."""
+    script = tmp_path / "agent.py"
+    script.write_text(BIG_ID_AGENT)
+    agent = acp_agent([sys.executable, str(script)])
+    asked: list[dict[str, Any]] = []
+    agent.client.on_request("fs/read_text_file", lambda p: asked.append(p) or {"content": ""})
+    assert agent.client.initialize(protocol=2)["protocolVersion"] == 2
+    assert asked == [{"sessionId": "s", "path": "/x"}]
+    agent.close()
+    answers = [
+        rec["msg"]["id"]
+        for rec in map(loads_exact, agent.trace.read_bytes().splitlines()[1:])
+        if rec.get("src") == "client" and "result" in rec.get("msg", {})
+    ]
+    assert answers == [BIG + 7]

@@ -3,22 +3,67 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperCommand
 
 from acp_trace.cli.app import app
 
+AGENT = "acp_trace.drive.agent"  # ctx.meta: what followed `--` (None: no `--`)
 
-@app.command(context_settings={"allow_interspersed_args": False})
+
+class DriveCommand(TyperCommand):
+    """`drive`'s arguments: options anywhere before `--` (`drive REC -o NEW -- AGENT` as
+    much as `drive -o NEW REC -- AGENT`); everything after `--` is the agent's command, never
+    read as an option of drive's."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        cut = args.index("--") if "--" in args else None
+        ctx.meta[AGENT] = None if cut is None else args[cut + 1 :]
+        parsed: list[str] = super().parse_args(ctx, args if cut is None else args[:cut])
+        return parsed
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces = [p for p in super().collect_usage_pieces(ctx) if "AGENT" not in p]
+        return [*pieces, "-- AGENT [ARGS...]"]
+
+
+def agent_command(ctx: typer.Context, stray: list[str] | None) -> tuple[str, ...]:
+    """The agent's argv (what followed `--`); UsageError when there is no `--`, nothing after
+    it, or an argument between TRACE and `--`."""
+    from acp_trace.errors import UsageError
+
+    if stray:
+        raise UsageError(
+            f"drive: {stray[0]!r}: expected one TRACE before `--`, got another argument (the "
+            "agent's command goes after `--`: drive [OPTIONS] TRACE -- AGENT [ARGS...])"
+        )
+    agent = ctx.meta.get(AGENT)
+    if agent is None:
+        raise UsageError(
+            "drive: expected `--` and the agent's command after TRACE "
+            "(drive [OPTIONS] TRACE -- AGENT [ARGS...])"
+        )
+    if not agent:
+        raise UsageError("drive: expected the agent's command after `--`, found nothing")
+    return tuple(agent)
+
+
+@app.command(cls=DriveCommand)
 def drive(
+    ctx: typer.Context,
     trace: Annotated[
         Path, typer.Argument(help="The recording whose client side to play.", metavar="TRACE")
     ],
     command: Annotated[
-        list[str],
-        typer.Argument(help="The agent and its arguments, after `--`.", metavar="AGENT..."),
-    ],
+        list[str] | None,
+        typer.Argument(
+            help="The agent and its arguments, after `--`.",
+            metavar="AGENT",
+            show_default=False,
+        ),
+    ] = None,
     output: Annotated[
         Path | None,
         typer.Option("-o", "--output", metavar="FILE", help="Write the new trace to this file."),
@@ -80,7 +125,7 @@ def drive(
     ] = None,
 ) -> None:
     """Play a recording's client side against AGENT through the tap; say what differed from the
-    recording; exit 1 when something got worse (options go before TRACE)."""
+    recording; exit 1 when something got worse (options anywhere before `--`)."""
     from acp_trace.analysis.diff import parse_threshold
     from acp_trace.cli.terminal import emit, width
     from acp_trace.drive import DriveOptions, run_drive
@@ -88,6 +133,7 @@ def drive(
     from acp_trace.drive.report import format_drive
     from acp_trace.errors import UsageError
 
+    agent = agent_command(ctx, command)
     pct: float | None = None
     ms: float | None = None
     for text in threshold or ():
@@ -96,11 +142,9 @@ def drive(
         except ValueError as exc:
             raise UsageError(str(exc)) from exc
         pct, ms = p if p is not None else pct, m if m is not None else ms
-    if command and command[0] == "--":
-        command = command[1:]
     options = DriveOptions(
         recording=trace,
-        command=tuple(command),
+        command=agent,
         output=output,
         directory=directory,
         protocol=protocol,

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable
 from typing import IO, Any
 
-from acp_trace.jsonrpc import id_key, json_bytes, loads
+from acp_trace.jsonrpc import id_key, json_bytes, loads_message
 
 Message = dict[str, Any]
 # Called in the reader thread for every incoming request or notification; True means handled.
@@ -205,7 +205,7 @@ class Endpoint:
         if not line.strip():
             return
         try:
-            value = loads(line)
+            value = loads_message(line)  # an id beyond 64 bits stays exact: answered as sent
         except ValueError:
             self.inbox.put({"jsonrpc": "2.0", "_unparseable": line.decode("utf-8", "replace")})
             return

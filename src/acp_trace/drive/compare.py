@@ -183,7 +183,7 @@ def regressions(
             )
     for r in cmp.flips.filter(pl.col("worse")).iter_rows(named=True):
         out.append(
-            f"request {numbers.get(r['request_id'], '?')} {r['method']} on {r['session']}: replay "
+            f"{_numbered(numbers.get(r['request_id']))} {r['method']} on {r['session']}: replay "
             f"{r['base_outcome']} -> {r['new_outcome']}"
         )
     flipped = set(cmp.flips["new_outcome"].to_list())
@@ -195,12 +195,12 @@ def regressions(
     for r in cmp.replays.iter_rows(named=True):
         if r["recorded_outcome"] in GOOD_OUTCOMES and r["this_run_outcome"] is None:
             out.append(
-                f"request {r['n']} {r['method']} on {r['session']}: replay "
+                f"{_numbered(r['n'])} {r['method']} on {r['session']}: replay "
                 f"{r['recorded_outcome']} in the recording, no replay in this run"
             )
         if threshold.exceeded(r["recorded_gap_ms"], r["this_run_gap_ms"]):
             out.append(
-                f"request {r['n']} {r['method']} on {r['session']}: gap "
+                f"{_numbered(r['n'])} {r['method']} on {r['session']}: gap "
                 f"{fixed(r['recorded_gap_ms'], 1)} -> {fixed(r['this_run_gap_ms'], 1)} ms"
             )
     new_errors = cmp.findings.filter((pl.col("change") == "new") & (pl.col("severity") == "error"))
@@ -211,7 +211,13 @@ def regressions(
 
 def _request(r: dict[str, object]) -> str:
     where = f" on {r['session']}" if r["session"] else ""
-    return f"request {r['n']} {r['method']}{where}"
+    return f"{_numbered(r['n'])} {r['method']}{where}"
+
+
+def _numbered(n: object) -> str:
+    """`request N`, or what a replay row without a number is: a recorded request this run
+    never sent (the play stopped before it)."""
+    return f"request {n}" if isinstance(n, int) else "a recorded request never sent:"
 
 
 __all__ = ["GOOD_OUTCOMES", "Comparison", "Threshold", "compare"]

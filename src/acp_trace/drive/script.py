@@ -11,12 +11,20 @@ given again to the live agent's requests of the same method.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from acp_trace.errors import InputError
-from acp_trace.jsonrpc import as_dict, as_int, as_str, id_key, message_kind
+from acp_trace.jsonrpc import (
+    as_dict,
+    as_int,
+    as_str,
+    has_float_id,
+    id_key,
+    loads_message,
+    message_kind,
+)
 from acp_trace.mock.recording import Record, read_records
 
 SESSION_CREATORS = frozenset({"session/new", "session/fork"})
@@ -181,8 +189,21 @@ def build_script(name: str, records: list[Record]) -> Script:
     for rec in records:
         if rec.msg is None:
             continue
+        rec = exact_ids(rec)
         if rec.src == "client":
             builder.client(rec)
         elif rec.src == "agent":
             builder.agent(rec)
     return builder.script
+
+
+def exact_ids(rec: Record) -> Record:
+    """The record with its message read again with ids exact when one came out a float (an
+    integer beyond 64 bits): the ids are compared with the analyzer's, which are exact."""
+    if not has_float_id(rec.msg):
+        return rec
+    try:
+        msg = loads_message(rec.data)
+    except ValueError:
+        return rec
+    return replace(rec, msg=msg) if isinstance(msg, dict) else rec

@@ -3,6 +3,7 @@ of its own, and ended the way an editor ends it: stdin closed, then the tap's gr
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import subprocess
@@ -14,6 +15,22 @@ from typing import IO
 
 from acp_trace.demo.rpc import Endpoint
 from acp_trace.errors import RecordError
+from acp_trace.quantities import count
+
+LONGEST_WAIT = 86_400  # seconds: a day; a wait or a grace beyond it is a mistake
+
+
+def seconds_problem(name: str, value: object, *, zero: bool) -> str | None:
+    """What is wrong with `value` as a timeout or a grace named `name` (None: nothing): it
+    must be a finite number of seconds, above 0 (or 0 too when `zero`), at most a day. Every
+    wait ends: infinity is refused, not read as "no timeout"."""
+    least = "0 or more" if zero else "above 0"
+    expected = f"expected seconds, {least} and at most {count(LONGEST_WAIT)} (a day)"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"{name} {value!r}: {expected}"
+    if not math.isfinite(value) or value < 0 or (value == 0 and not zero) or value > LONGEST_WAIT:
+        return f"{name} {value:g}: {expected}"
+    return None
 
 
 def tap_command(trace: Path, command: Sequence[str], grace: float) -> list[str]:

@@ -12,7 +12,6 @@ analyzer (polars) when a test asserts on a trace or a check runs.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,7 +22,7 @@ if TYPE_CHECKING:
     from acp_trace.pytest_plugin.agent import AgentUnderTest
 
 TRACES = pytest.StashKey[list[Path]]()
-CALL_FAILED = pytest.StashKey[bool]()
+AGENTS = pytest.StashKey[list["AgentUnderTest"]]()
 CHECK_MARKER = "acp_check"
 
 
@@ -59,27 +58,26 @@ def pytest_configure(config: pytest.Config) -> None:
 def acp_agent(request: pytest.FixtureRequest) -> Iterator[Callable[..., AgentUnderTest]]:
     """`acp_agent(["my-agent", ...], env=None, cwd=None, timeout=30, grace=5)` starts the
     agent behind the tap and returns it (`.client`, `.expect`, `.trace`); each is closed at
-    the end of the test, and its trace checked when asked (unless the test failed already)."""
-    started: list[AgentUnderTest] = []
+    the end of the test (its trace checked first, in the test's call, when asked)."""
+    started = request.node.stash.setdefault(AGENTS, [])
     folder = _trace_folder(request)
 
     def start(command: Sequence[str], **options: Any) -> AgentUnderTest:
         from acp_trace.pytest_plugin.agent import AgentUnderTest
 
         trace = folder / f"agent-{len(started) + 1}.jsonl"
-        request.node.stash.setdefault(TRACES, []).append(trace)
         agent = AgentUnderTest(command, trace, **options)
+        request.node.stash.setdefault(TRACES, []).append(trace)
         started.append(agent)
         return agent
 
     yield start
     for agent in started:
         agent.close()
-    if _check_wanted(request) and not request.node.stash.get(CALL_FAILED, False):
-        _check(started)  # a test that failed already shows its own failure
 
 
 def _trace_folder(request: pytest.FixtureRequest) -> Path:
+    """The test's tmp_path, or with --acp-trace-dir a new folder DIR/<test id> of its own."""
     config = request.config
     keep = config.getoption("--acp-trace-dir") or config.getini("acp_trace_dir")
     if not keep:
@@ -87,15 +85,46 @@ def _trace_folder(request: pytest.FixtureRequest) -> Path:
         return path
     from acp_trace.files import output_dir
 
-    name = re.sub(r"[^A-Za-z0-9._-]+", "_", request.node.nodeid).strip("._") or "test"
     root = output_dir(Path(str(keep)).expanduser())  # made when its parent exists, like -o DIR/
-    return output_dir(root / name)  # new directories 0700
+    return new_folder(root, folder_name_of(request.node.nodeid))
 
 
-def _check_wanted(request: pytest.FixtureRequest) -> bool:
-    option = request.config.getoption("--acp-check")
-    wanted = option if option is not None else request.config.getini("acp_check")
-    return bool(wanted) or request.node.get_closest_marker(CHECK_MARKER) is not None
+def folder_name_of(nodeid: str) -> str:
+    """A folder name for a test id, distinct for distinct ids: the id with `::`, `/` and every
+    character but letters, digits, `.`, `_` and `-` made `_`; when that changed anything but
+    `::` and `/` (a parameter such as `[a b]`, `[a/b]`, `[a_b]`), a `~` and 8 hex digits of
+    the exact id's hash follow, so two ids never share a folder. Cut to fit a file name."""
+    import hashlib
+    import re
+
+    from acp_trace.files import fitting_name
+
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", nodeid).strip("._") or "test"
+    if not re.fullmatch(r"(?:[A-Za-z0-9._/-]|::)+", nodeid):
+        name += "~" + hashlib.sha256(nodeid.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return fitting_name(name, "")
+
+
+def new_folder(root: Path, name: str) -> Path:
+    """`root/name`, made now (0700); when it exists already (an earlier run kept in the same
+    DIR), `name-2`, `name-3`...: an earlier run's traces are never overwritten."""
+    from acp_trace.files import PRIVATE_DIR, fitting_name
+
+    for attempt in range(1, 1000):
+        folder = root / (name if attempt == 1 else fitting_name(name, f"-{attempt}"))
+        try:
+            folder.mkdir(mode=PRIVATE_DIR)
+        except FileExistsError:
+            continue
+        folder.chmod(PRIVATE_DIR)  # whatever the umask
+        return folder
+    raise FileExistsError(f"{root / name}: 999 folders of that name exist; clean {root}")
+
+
+def _check_wanted(item: pytest.Item) -> bool:
+    option = item.config.getoption("--acp-check")
+    wanted = option if option is not None else item.config.getini("acp_check")
+    return bool(wanted) or item.get_closest_marker(CHECK_MARKER) is not None
 
 
 def _check(agents: list[AgentUnderTest]) -> None:
@@ -112,13 +141,21 @@ def _check(agents: list[AgentUnderTest]) -> None:
             )
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_call(item: pytest.Item) -> None:
+    """--acp-check: once the test's body has passed (a failing one stops before this), its
+    agents are closed and their traces checked, in the call itself: error findings fail the
+    test (a failure, not an error at teardown), the findings its message."""
+    agents = item.stash.get(AGENTS, [])
+    if agents and _check_wanted(item):
+        _check(agents)
+
+
 @pytest.hookimpl(hookwrapper=True)  # old-style: works with every pytest that has StashKey
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     """A failing test's report names the traces its agents wrote."""
     outcome = yield
     report = outcome.get_result()  # type: ignore[attr-defined]
-    if report.when == "call" and report.failed:
-        item.stash[CALL_FAILED] = True
     traces = item.stash.get(TRACES, [])
     if report.failed and traces:
         report.sections.append(("acp-trace", "\n".join(f"trace: {t}" for t in traces)))

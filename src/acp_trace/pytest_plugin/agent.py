@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from acp_trace.drive.tap import finish, spawn, tap_command
+from acp_trace.drive.tap import finish, seconds_problem, spawn, tap_command
 from acp_trace.pytest_plugin.client import AcpClient
 
 if TYPE_CHECKING:
@@ -32,11 +32,15 @@ class AgentUnderTest:
     ) -> None:
         if isinstance(command, str) or not command:
             raise TypeError(f"acp_agent: expected the agent's argv as a list, got {command!r}")
+        for problem in (seconds_problem("acp_agent(timeout=...)", timeout, zero=False),
+                        seconds_problem("acp_agent(grace=...)", grace, zero=True)):  # fmt: skip
+            if problem is not None:
+                raise ValueError(problem)
         self.command = tuple(command)
         self.trace = trace
         self.stderr = trace.with_name(trace.stem + ".stderr.log")
         self.grace = grace
-        fd = os.open(self.stderr, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        fd = os.open(self.stderr, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         self._err: IO[bytes] = os.fdopen(fd, "wb")
         self.proc = spawn(tap_command(trace, self.command, grace), env, self._err, cwd)
         assert self.proc.stdin is not None and self.proc.stdout is not None

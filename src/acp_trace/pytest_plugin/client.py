@@ -16,6 +16,7 @@ from typing import IO, Any
 
 from acp_trace import __version__
 from acp_trace.demo.rpc import ConnectionClosed, Endpoint, Message
+from acp_trace.drive.tap import seconds_problem
 from acp_trace.jsonrpc import INTERNAL_ERROR, METHOD_NOT_FOUND, as_dict, as_int, as_str
 from acp_trace.quantities import counted
 
@@ -53,7 +54,7 @@ class AcpClient:
     def __init__(self, reader: IO[bytes], writer: IO[bytes], timeout: float = 30.0) -> None:
         """Talk over `reader` (the agent's stdout) and `writer` (its stdin); `start()` it."""
         self.rpc = Endpoint(reader, writer, self.handle)
-        self.timeout = timeout
+        self.timeout = _limit(timeout, "AcpClient(timeout=...)")
         self.stderr: Path | None = None  # the agent's stderr, quoted when a wait fails
         self.protocol: int | None = None
         self.notifications: list[Message] = []
@@ -110,6 +111,8 @@ class AcpClient:
 
     def request(self, method: str, params: Any = None, *, timeout: float | None = None) -> Any:
         """Send a request and wait for its result (AcpError for an error answer)."""
+        if timeout is not None:
+            _limit(timeout, f"{method} timeout")  # before anything is sent
         return self.start(method, params).result(timeout)
 
     def notify(self, method: str, params: Any = None) -> None:
@@ -117,7 +120,7 @@ class AcpClient:
         self.rpc.notify(method, params or {})
 
     def _wait(self, pending: Pending, timeout: float | None) -> Any:
-        limit = self.timeout if timeout is None else timeout
+        limit = self.timeout if timeout is None else _limit(timeout, f"{pending.method} timeout")
         try:
             answer = self.rpc.wait(pending.id, limit)
         except TimeoutError:
@@ -187,7 +190,7 @@ class AcpClient:
     ) -> dict[str, Any]:
         """Wait for a `kind` update on `session` (the `after`-th update on it or later, and
         `match`ing when given); returns it."""
-        limit = self.timeout if timeout is None else timeout
+        limit = self.timeout if timeout is None else _limit(timeout, "wait_for_update timeout")
 
         def found() -> dict[str, Any] | None:
             for update in self.updates(session)[after:]:
@@ -256,6 +259,15 @@ class AcpClient:
             self.wait_for_update(session, "state_update", after=seen, timeout=timeout,
                                  match=lambda u: u.get("state") == "idle")  # fmt: skip
         return result
+
+
+def _limit(seconds: float, name: str) -> float:
+    """`seconds` when it is a wait that ends (finite, above 0, at most a day); else
+    ValueError naming it: every wait of the client ends."""
+    problem = seconds_problem(name, seconds, zero=False)
+    if problem is not None:
+        raise ValueError(problem)
+    return seconds
 
 
 def _short(msg: Message) -> str:

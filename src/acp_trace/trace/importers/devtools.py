@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from acp_trace.errors import InputError
-from acp_trace.jsonrpc import as_int, as_str, json_text, loads, loads_exact
+from acp_trace.jsonrpc import as_int, as_str, json_text, loads_message
 from acp_trace.trace.format import encode_event
 from acp_trace.trace.importers._common import (
     TraceBuilder,
@@ -166,15 +166,9 @@ def _gap(builder: TraceBuilder, seq: int | None, t_ns: int | None, pending: _Pen
 def _parsed(raw: str) -> Any:
     """The message a line holds (ids exact at any size), or None when it is not JSON."""
     try:
-        value = loads(raw)
-        return loads_exact(raw) if _has_float_id(value) else value
+        return loads_message(raw)
     except ValueError:
         return None
-
-
-def _has_float_id(value: Any) -> bool:
-    items = value if isinstance(value, list) else [value]
-    return any(isinstance(m, dict) and isinstance(m.get("id"), float) for m in items)
 
 
 def _pair(value: Any, src: str, seq: int, pending: _Pending) -> None:
