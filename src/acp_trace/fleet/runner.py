@@ -61,7 +61,10 @@ def run(
     if scheduler is None and client is None and runs:
         # this machine's limit, before any partition is read: each worker needs what one
         # process needs for its partition, so the largest decides
-        check_memory(max(runs, key=lambda run_: sum(file_size(f) for f in run_)))
+        largest = max(runs, key=lambda run_: sum(file_size(f) for f in run_))
+        check_memory(
+            largest, f"the largest of {len(runs)} partitions, each read whole by one worker, "
+        )
     parts = [
         Part(i, tuple(run_), fmt, marker_meta, target, schema, tables or Part.tables)
         for i, run_ in enumerate(runs)

@@ -54,9 +54,10 @@ class Budget:
         return self.floor + NEED_PER_BYTE * self.input_bytes + NEED_PER_LINE * self.input_lines
 
 
-def check_memory(found: Sequence[Found]) -> None:
+def check_memory(found: Sequence[Found], share: str = "") -> None:
     """InputError before any of `found` is read when the address space limit cannot hold
-    acp-trace itself (whatever the input), or the analysis of these files."""
+    acp-trace itself (whatever the input), or the analysis of these files. `share` says what
+    they are of a larger input (the largest partition a fleet worker reads)."""
     limit, _hard = resource.getrlimit(resource.RLIMIT_AS)
     if limit == resource.RLIM_INFINITY:
         return
@@ -64,16 +65,16 @@ def check_memory(found: Sequence[Found]) -> None:
     _FLOOR[0] = in_use
     floor = Budget(limit, in_use, in_use + NEED_BASE)
     if floor.floor > limit:
-        raise InputError(below_floor(floor, found))
+        raise InputError(below_floor(floor, found, share))
     if not found:
         return
     total = sum(_size(item.path) for item in found)
     budget = Budget(limit, in_use, floor.floor, total, _lines(found, total))
     if budget.need > limit:
-        raise InputError(input_too_large(budget, found))
+        raise InputError(input_too_large(budget, found, share))
 
 
-def below_floor(b: Budget, found: Sequence[Found]) -> str:
+def below_floor(b: Budget, found: Sequence[Found], share: str = "") -> str:
     """The limit is too low for acp-trace itself: no input is to blame."""
     total = sum(_size(item.path) for item in found)
     enough = Budget(b.limit, b.in_use, b.floor, total, _lines(found, total) if found else 0)
@@ -82,14 +83,14 @@ def below_floor(b: Budget, found: Sequence[Found]) -> str:
         f"acp-trace itself needs before it reads any trace: about {size(b.floor)} "
         f"({size(b.in_use)} in use before reading, measured, and about {size(NEED_BASE)} of "
         f"working space); no trace was read. Set {_ulimit(enough.need)} or more (KiB; enough for "
-        f"{_input(found, total)}), or ulimit -v unlimited"
+        f"{share}{_input(found, total)}), or ulimit -v unlimited"
     )
 
 
-def input_too_large(b: Budget, found: Sequence[Found]) -> str:
+def input_too_large(b: Budget, found: Sequence[Found], share: str = "") -> str:
     """The input is what passes the limit: name it, its size and what would do."""
     return (
-        f"out of memory for {_input(found, b.input_bytes)}: their analysis needs about "
+        f"out of memory for {share}{_input(found, b.input_bytes)}: their analysis needs about "
         f"{size(b.need)} of address space ({size(b.floor)} for acp-trace itself, the rest for "
         f"about {count(b.input_lines)} lines), and it is limited to {size(b.limit)} "
         f"({_ulimit(b.limit)}); no trace was read. Try fewer or smaller traces at once, or "
