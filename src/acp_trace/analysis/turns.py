@@ -150,30 +150,25 @@ def _first_chunks(turns: list[Turn], chunks: pl.DataFrame, tl: pl.DataFrame) -> 
 
 def _outside_replays(chunks: pl.DataFrame, tl: pl.DataFrame, facts: Facts) -> pl.DataFrame:
     """The chunks that lie inside no replay window of their session (a covered child's from
-    its announcement): replayed history is no turn's output. Rows inside any window are looked
-    at by their trace and session strings, so the hash in `chunks` decides nothing here."""
+    its announcement): replayed history is no turn's output. Joined by the chunks' hash of
+    (trace, session) when no session of the timeline shares a window's hash with another,
+    else by the strings (a collision costs time, never a wrong chunk)."""
     spans = _replay_spans(facts)
     if not spans or not chunks.height:
         return chunks
-    merged = _merge([(start, end) for _t, _s, start, end in spans])
-    ranges = pl.DataFrame(
-        merged, schema={"start": chunks.schema["row"], "end": pl.Int64}, orient="row"
-    )
-    near = chunks.select("row").join_asof(
-        ranges, left_on="row", right_on="start", strategy="backward", check_sortedness=False
-    )
-    rows = near.filter(pl.col("row") < pl.col("end"))["row"]
-    if not rows.len():
-        return chunks
-    inside = _in_own_window(rows, tl, spans)
+    windows = _windows_frame(spans, chunks.schema["row"])
+    pairs = tl.lazy().select("trace", "session").unique().with_columns(_KEY).collect()
+    owners = pairs.join(windows.select("key").unique(), on="key", how="semi")
+    if owners.height == windows.select("trace", "session").unique().height:
+        inside = _rows_inside(chunks, windows.drop("trace", "session"), ["key"])
+    else:
+        strings = tl.select("trace", "session")[chunks["row"]].with_columns(chunks["row"])
+        inside = _rows_inside(strings, windows.drop("key"), ["trace", "session"])
     return chunks.filter(~pl.col("row").is_in(inside.implode()))
 
 
-def _in_own_window(
-    rows: pl.Series, tl: pl.DataFrame, spans: list[tuple[str, str, int, int]]
-) -> pl.Series:
-    """Of `rows` (each inside some replay window), those inside a window of their own trace
-    and session."""
+def _windows_frame(spans: list[tuple[str, str, int, int]], row_type: Any) -> pl.DataFrame:
+    """The replay windows of each trace and session, overlapping ones merged, with `_KEY`."""
     by_session: dict[tuple[str, str], list[tuple[int, int]]] = {}
     for trace, session, start, end in spans:
         by_session.setdefault((trace, session), []).append((start, end))
@@ -181,24 +176,23 @@ def _in_own_window(
     schema: dict[str, Any] = {
         "trace": pl.String,
         "session": pl.String,
-        "start": rows.dtype,
+        "start": row_type,
         "end": pl.Int64,
     }
-    windows = pl.DataFrame(table, schema=schema, orient="row").sort("start")
-    return (
-        tl.select("trace", "session")[rows]
-        .with_columns(rows)
-        .join_asof(
-            windows,
-            left_on="row",
-            right_on="start",
-            by=["trace", "session"],
-            strategy="backward",
-            allow_exact_matches=False,
-            check_sortedness=False,
-        )
-        .filter(pl.col("row") < pl.col("end"))["row"]
-    )
+    return pl.DataFrame(table, schema=schema, orient="row").with_columns(_KEY).sort("start")
+
+
+def _rows_inside(rows: pl.DataFrame, windows: pl.DataFrame, by: list[str]) -> pl.Series:
+    """The `row`s of `rows` inside a window of the same `by`."""
+    return rows.join_asof(
+        windows,
+        left_on="row",
+        right_on="start",
+        by=by,
+        strategy="backward",
+        allow_exact_matches=False,
+        check_sortedness=False,
+    ).filter(pl.col("row") < pl.col("end"))["row"]
 
 
 def _replay_spans(facts: Facts) -> list[tuple[str, str, int, int]]:
