@@ -159,7 +159,8 @@ def _outside_replays(chunks: pl.DataFrame, tl: pl.DataFrame, facts: Facts) -> pl
     windows = _windows_frame(spans, chunks.schema["row"])
     pairs = tl.lazy().select("trace", "session").unique().with_columns(_KEY).collect()
     owners = pairs.join(windows.select("key").unique(), on="key", how="semi")
-    if owners.height == windows.select("trace", "session").unique().height:
+    own = windows.select("trace", "session").unique()
+    if not owners.join(own, on=["trace", "session"], how="anti", nulls_equal=True).height:
         inside = _rows_inside(chunks, windows.drop("trace", "session"), ["key"])
     else:
         strings = tl.select("trace", "session")[chunks["row"]].with_columns(chunks["row"])
