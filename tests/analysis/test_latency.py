@@ -113,6 +113,57 @@ def test_acceptances_outside_a_turn_and_with_a_title(tmp_path: Path) -> None:
     assert facts.turns[0].acceptance_rows == [rows[info]]
 
 
+def _gemini_prompt_then_load(protocol: int) -> tuple[TraceBuilder, int]:
+    """gemini-cli's shape: a load whose response comes after its first replayed update and the
+    rest after it; a prompt with no output (v1: never answered; v2: answered, no idle state);
+    60 s later the client loads the session again (v2: resumes it) and it is replayed. Returns
+    the builder and the seq of a real output chunk after that replay."""
+    b = TraceBuilder(protocol=protocol, agent="gemini-cli")
+    text = {"type": "text", "text": "answer 0: 0"}
+    first = b.load("s") if protocol == 1 else b.resume("s")
+    b.update("s", "user_message_chunk", content={"type": "text", "text": "question 0"})
+    b.response(first, {})
+    b.update("s", "agent_message_chunk", content=text)  # after the response: no window's
+    prompt = b.request("session/prompt", {"sessionId": "s", "prompt": [text]})
+    if protocol == 2:
+        b.response(prompt, {"stopReason": "end_turn"})
+    again = b.load("s", dt=60_000) if protocol == 1 else b.resume("s", dt=60_000)
+    b.update("s", "user_message_chunk", dt=62, content={"type": "text", "text": "question 0"})
+    b.update("s", "agent_message_chunk", content=text)
+    b.update("t", "agent_message_chunk", content=text)  # another session: not this turn's
+    b.response(again, {})
+    return b, b.update("s", "agent_message_chunk", content=text)
+
+
+@pytest.mark.parametrize("protocol", [1, 2])
+def test_a_replay_during_a_turn_is_not_its_first_output(tmp_path: Path, protocol: int) -> None:
+    """A turn with no output of its own has no first chunk in the replay of a later load or
+    resume of its session (issue 40: 60,063 ms, the next resume's replay); its first chunk is
+    the first one outside every replay window."""
+    b, later = _gemini_prompt_then_load(protocol)
+    a = analyze(b.write(tmp_path / "t.jsonl"))
+    (turn,) = a.turn_facts.turns
+    assert turn.first_chunk_row == _rows(tmp_path, b)[later]
+    row = b.lines.pop()  # without the chunk after the replay: no output at all
+    assert b"agent_message_chunk" in row
+    a = analyze(b.write(tmp_path / "t.jsonl"))
+    assert a.turns["first_chunk_ms"].to_list() == [None]
+
+
+def test_a_chunk_after_the_turn_ends_is_not_its_first_output(tmp_path: Path) -> None:
+    """A v1 turn answered without output keeps a null first chunk: a load's late update after
+    the response is not the turn's."""
+    b = TraceBuilder(protocol=1, agent="gemini-cli")
+    prompt = b.request("session/prompt", {"sessionId": "s", "prompt": []})
+    b.response(prompt, {"stopReason": "end_turn"})
+    rid = b.load("s")
+    b.update("s", "user_message_chunk")
+    b.response(rid, {})
+    b.update("s", "agent_message_chunk")  # the load's late history, after the turn's end
+    a = analyze(b.write(tmp_path / "t.jsonl"))
+    assert a.turns["first_chunk_ms"].to_list() == [None]
+
+
 # ---------------------------------------------------------------- against a walk of every row
 
 
@@ -121,10 +172,14 @@ def _walk(tl: pl.DataFrame, facts: Any) -> TurnFacts:
     update and response (the reference the folded pass must equal)."""
     out = TurnFacts()
     spans: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    replays: dict[tuple[str, str], list[tuple[int, int]]] = {}
     for w in facts.windows:
+        end = w.end_row if w.end_row is not None else 2**62
         if w.method == "session/resume":
-            end = w.end_row if w.end_row is not None else 2**62
             spans.setdefault((w.trace, w.session), []).append((w.req_row, end))
+        for stats in w.sessions.values() if w.replaying else ():
+            start = w.req_row if stats.announce_row is None else stats.announce_row
+            replays.setdefault((w.trace, stats.session), []).append((start, end))
     rows = tl.filter(
         (pl.col("method") == "session/prompt")
         | (pl.col("request_method") == "session/prompt")
@@ -156,7 +211,8 @@ def _walk(tl: pl.DataFrame, facts: Any) -> TurnFacts:
         elif kind == "notification" and src == "agent":
             turn = open_turns.get(key)
             if uk in AGENT_OUTPUT_KINDS:
-                if turn is not None and turn.first_chunk_row is None:
+                replayed = any(a < row < b for a, b in replays.get(key, []))
+                if turn is not None and turn.first_chunk_row is None and not replayed:
                     turn.first_chunk_row = row
                 continue
             params = loads(msg).get("params")
@@ -200,12 +256,12 @@ def _random_trace(rng: random.Random) -> TraceBuilder:
     pending: list[Any] = []
     kinds = [*AGENT_OUTPUT_KINDS, "tool_call", "plan", "user_message_chunk"]
     for _ in range(rng.randint(5, 150)):
-        s = rng.choice(["s1", "s1", "s2"])
+        s = rng.choice(["s1", "s1", "s2", "c1"])
         op = rng.random()
         if op < 0.12:
             pending.append(b.request("session/prompt", {"sessionId": s, "prompt": []}))
         elif op < 0.16:
-            pending.append(b.resume(s))
+            pending.append(b.resume(s) if rng.random() < 0.5 else b.load(s))
         elif op < 0.3 and pending:
             rid = pending.pop(rng.randrange(len(pending)))
             stop = rng.choice([{"stopReason": "end_turn"}, {"stopReason": "cancelled", **UUID}, {}])
@@ -223,8 +279,11 @@ def _random_trace(rng: random.Random) -> TraceBuilder:
         elif op < 0.93:
             fields = rng.choice([ACCEPTED, {**ACCEPTED, "title": "t"}, {"title": "t"}, {}])
             b.update(s, "session_info_update", **fields)
-        else:
+        elif op < 0.96:
             b.marker(s)
+        else:
+            b.update(s, "subagent_update", sessionId=rng.choice(["c1", "c2"]))
+            b.update(rng.choice(["c1", "c2"]), rng.choice(AGENT_OUTPUT_KINDS))
     return b
 
 

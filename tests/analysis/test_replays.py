@@ -385,3 +385,115 @@ def test_marker_meta_rules_apply_to_v1_loads(tmp_path: Path) -> None:
         path = b.write(tmp_path / f"{name}.jsonl")
         found[name] = set(acp_trace.check(path, marker_meta="vendor.end", schema=False)["rule"])
     assert found == {"late": {"marker-missing", "marker-late"}, "twice": {"marker-duplicate"}}
+
+
+# ------------------------------------------------ gemini-cli: history after a v1 load's response
+
+
+def _late(b: TraceBuilder, session: str, n: int) -> None:
+    """`n` history updates as gemini-cli sends the rest of a load's history after its
+    response (one turn's question and answer each pair)."""
+    for i in range(n):
+        kind = "user_message_chunk" if i % 2 == 0 else "agent_message_chunk"
+        b.update(session, kind, content={"type": "text", "text": f"{kind} {i}"})
+
+
+def _two_loads(b: TraceBuilder) -> None:
+    """Load 1 answers after one update; 2 late updates, load 2 (at +5 ms), 3 more of load 1's
+    late updates and load 2's first inside its window, its response, 2 late."""
+    r1 = b.load("s")
+    _late(b, "s", 1)
+    b.response(r1, {})
+    _late(b, "s", 2)
+    r2 = b.load("s")
+    _late(b, "s", 4)
+    b.response(r2, {})
+    _late(b, "s", 2)
+
+
+def _second_session(b: TraceBuilder) -> None:
+    """Load of s; its late updates go on across a load of t: none are t's."""
+    r1 = b.load("s")
+    _late(b, "s", 1)
+    b.response(r1, {})
+    _late(b, "s", 1)
+    r2 = b.load("t")
+    _late(b, "s", 2)
+    _late(b, "t", 1)
+    b.response(r2, {})
+    _late(b, "s", 1)
+    _late(b, "t", 1)
+
+
+def _resume_after_load(b: TraceBuilder) -> None:
+    """Load of s, then a resume of s with a cursor while the load's late updates go on."""
+    r1 = b.load("s")
+    _late(b, "s", 1)
+    b.response(r1, {})
+    _late(b, "s", 1)
+    r2 = b.resume("s")
+    _late(b, "s", 2)
+    b.marker("s")
+    b.state("s")
+    b.response(r2, {})
+
+
+def _load_before_response(b: TraceBuilder) -> None:
+    """Load 2 sent before load 1's response (concurrent-replay): what comes after load 1's
+    response is after it until a further request for s, which never comes."""
+    r1 = b.load("s")
+    r2 = b.load("s")
+    _late(b, "s", 1)
+    b.response(r1, {})
+    _late(b, "s", 3)
+    b.response(r2, {})
+    _late(b, "s", 1)
+
+
+def _failed_load_between(b: TraceBuilder) -> None:
+    """A load answered with an error between two loads: it closes the first's late updates
+    (a further request for s) and has none of its own."""
+    r1 = b.load("s")
+    _late(b, "s", 1)
+    b.response(r1, {})
+    _late(b, "s", 1)
+    r2 = b.load("s")
+    _late(b, "s", 1)
+    b.error(r2, -32603)
+    _late(b, "s", 1)
+
+
+@pytest.mark.parametrize(
+    ("build", "protocol", "rows", "after_response"),
+    [
+        # request id: (first_update_ms, history_updates, last_history_ms, response_ms); the
+        # window of a load is its request to its response (rules.md): load 1's late updates
+        # sent before load 2's request are not load 2's, those after it are in its window
+        (_two_loads, 1, {2: (1, 1, 1, 2), 3: (1, 4, 4, 5)}, {2: 2, 3: 2}),
+        (_second_session, 1, {2: (1, 1, 1, 2), 3: (3, 1, 3, 4)}, {2: 4, 3: 1}),
+        (_resume_after_load, 2, {2: (1, 1, 1, 2), 3: (1, 2, 2, 5)}, {2: 1}),
+        (_load_before_response, 1, {2: (2, 1, 2, 3), 3: (1, 4, 5, 6)}, {2: 4, 3: 1}),
+        (_failed_load_between, 1, {2: (1, 1, 1, 2), 3: (1, 1, 1, 2)}, {2: 1}),
+    ],
+)
+def test_late_load_updates_stay_where_rules_put_them(
+    tmp_path: Path,
+    build: Callable[[TraceBuilder], None],
+    protocol: int | None,
+    rows: dict[int, tuple[float, int, float, float]],
+    after_response: dict[int, int],
+) -> None:
+    """gemini-cli's load answers after its first update and sends the rest later; with a
+    second load, a load of another session or a resume following it, each replay row counts
+    and times only its own window, and each load's history after its response is counted for
+    it until the client's next request for its session (none dropped)."""
+    b = TraceBuilder(protocol=protocol, agent="gemini-cli")
+    build(b)
+    a = acp_trace.analyze(b.write(tmp_path / "t.jsonl"))
+    cols = ("request_id", "first_update_ms", "history_updates", "last_history_ms", "response_ms")
+    got = {int(rid): tuple(rest) for rid, *rest in a.replays.select(cols).iter_rows()}
+    assert got == rows
+    late = {int(a.facts.windows[i].request_id or 0): len(r) for i, r in a.facts.load_after}
+    assert late == after_response
+    found = a.findings().filter(pl.col("rule") == "load-updates-after-response")
+    assert found.height == len(after_response)

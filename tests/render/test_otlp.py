@@ -163,3 +163,71 @@ def test_a_record_stamped_before_1970_leaves_the_trace_out(
     assert (len(doc["resourceSpans"]), left_out) == ((1, []) if exported else (0, [str(path)]))
     if exported:
         parse(doc)
+
+
+def _surrogates(tmp_path: Path) -> Path:
+    """A v1 trace whose agent name, method names, session ids, error messages and stderr hold
+    lone surrogates (JSON.stringify's cut emoji), written as the tap writes them."""
+    rec = '{"seq":%d,"t_ns":%d,"src":"%s","msg":%s}'
+    msgs = [
+        ("client", '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}'),
+        (
+            "agent",
+            '{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,'
+            '"agentInfo":{"name":"gem\\ud83dini","version":"0.61\\udc00"}}}',
+        ),
+        (
+            "client",
+            '{"jsonrpc":"2.0","id":1,"method":"session/load","params":{"sessionId":"s\\udc00"}}',
+        ),
+        (
+            "agent",
+            '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s\\udc00",'
+            '"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"\\ud83d"}}}}',
+        ),
+        ("agent", '{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"cut \\ud83d"}}'),
+        (
+            "client",
+            '{"jsonrpc":"2.0","id":2,"method":"x/\\ud800","params":{"sessionId":"\\udfff"}}',
+        ),
+        ("agent", '{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"\\udbff no"}}'),
+    ]
+    lines = [
+        '{"acp_trace":1,"kind":"header","started_at":"2026-11-30T10:00:00.000000Z",'
+        '"command":["gemini"],"cwd":"/","pid":1,"recorder":"acp-trace test"}'
+    ]
+    lines += [rec % (i, i * 1_000_000, src, msg) for i, (src, msg) in enumerate(msgs, 1)]
+    lines.append('{"seq":8,"t_ns":8000000,"src":"stderr","text":"stack \\ud83d"}')
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("redact", [True, False])
+def test_lone_surrogates_become_u_fffd_and_the_batch_parses(tmp_path: Path, redact: bool) -> None:
+    """A lone surrogate in an error message is written as U+FFFD, never as a `\\ud83d` escape
+    (issue 44): protobuf's JSON parser takes the whole exported file, and no string in it holds
+    a surrogate."""
+    from acp_trace.render.export import write_export
+
+    a = acp_trace.analyze(_surrogates(tmp_path))
+    (out,) = write_export(a, "otlp", tmp_path / "spans.json", redact_content=redact)
+    doc = json.loads(out.read_bytes())
+
+    def strings(value: Any) -> list[str]:
+        if isinstance(value, dict):
+            return [s for k, v in value.items() for s in [k, *strings(v)]]
+        if isinstance(value, list):
+            return [s for v in value for s in strings(v)]
+        return [value] if isinstance(value, str) else []
+
+    assert not [s for s in strings(doc) if any(0xD800 <= ord(c) <= 0xDFFF for c in s)]
+    request = parse(doc)
+    spans = {s.name: s for rs in request.resource_spans for ss in rs.scope_spans for s in ss.spans}
+    load = spans["session/load"]
+    attrs = {x.key: x.value.string_value for x in load.attributes}
+    assert attrs["rpc.jsonrpc.error_message"] == "cut \ufffd"
+    assert load.status.message == "cut \ufffd"
+    assert attrs["acp.session.id"] == "s\\udc00"  # as the reader holds it: as replays shows it
+    other = next(s for name, s in spans.items() if name.startswith("x/"))
+    assert other.status.message == "\ufffd no"

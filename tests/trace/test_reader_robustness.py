@@ -311,8 +311,8 @@ def test_ids_beyond_64_bits_pair_exactly(tmp_path: Path) -> None:
 
 
 def test_out_of_address_space_is_one_line(tmp_path: Path) -> None:
-    """Under `ulimit -v` too small for the input, the CLI says so in one line and exits 2
-    (no Rust abort)."""
+    """Under `ulimit -v` that holds acp-trace but not the input, the CLI names the input in
+    one line and exits 2 (no Rust abort)."""
     import resource
     import subprocess
     import sys
@@ -322,12 +322,12 @@ def test_out_of_address_space_is_one_line(tmp_path: Path) -> None:
         1,
         1,
         b"agent",
-        b'{"jsonrpc":"2.0","method":"x","params":{"t":"' + b"a" * 1000 + b'"}}',
+        b'{"jsonrpc":"2.0","method":"x","params":{"t":"' + b"a" * 40 + b'"}}',
     )
-    path.write_bytes(HEADER + (line + b"\n") * 60_000)  # 64 MB
+    path.write_bytes(HEADER + (line + b"\n") * 600_000)  # 64 MB in 600,000 lines
 
     def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (900 << 20, resource.RLIM_INFINITY))
+        resource.setrlimit(resource.RLIMIT_AS, (1_500 << 20, resource.RLIM_INFINITY))
 
     done = subprocess.run(
         [sys.executable, "-m", "acp_trace", "replays", str(path)],
@@ -338,5 +338,5 @@ def test_out_of_address_space_is_one_line(tmp_path: Path) -> None:
     )
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1
-    assert done.stderr.startswith(f"acp-trace: out of memory reading {path}")
-    assert "; try " in done.stderr
+    assert done.stderr.startswith(f"acp-trace: out of memory for {path} (")
+    assert "Try fewer or smaller traces" in done.stderr

@@ -3,6 +3,8 @@
 A prompt turn runs from the `session/prompt` request to its v1 response, or to the v2 idle
 `state_update` that ends it (a resume's state snapshot is not a turn end). Its phases: the first
 agent chunk, the acceptance signal (claude-agent-acp's session-materialization update), the end.
+A chunk inside a replay window of its session (a load or a resume with a cursor, from its
+request to its response) is replayed history, never a turn's output.
 `latency.turns_table` turns the facts into the public table.
 """
 
@@ -87,7 +89,7 @@ def collect_turns(tl: pl.DataFrame, facts: Facts) -> TurnFacts:
     )
     walk = base.filter(walked).select(_TURN_COLUMNS).collect()
     # the chunks (most of a replayed history): their row and a hash of (trace, session) only
-    chunks = base.filter(is_output).select(_KEY, "row").collect()
+    chunks = _outside_replays(base.filter(is_output).select(_KEY, "row").collect(), tl, facts)
     msgs = tl["msg"]
     open_turns: dict[tuple[str, str], Turn] = {}
     by_req: dict[int, Turn] = {}
@@ -144,6 +146,78 @@ def _first_chunks(turns: list[Turn], chunks: pl.DataFrame, tl: pl.DataFrame) -> 
     for turn, chunk in zip(turns, found, strict=True):
         if chunk is not None and (turn.open_until is None or chunk < turn.open_until):
             turn.first_chunk_row = chunk
+
+
+def _outside_replays(chunks: pl.DataFrame, tl: pl.DataFrame, facts: Facts) -> pl.DataFrame:
+    """The chunks that lie inside no replay window of their session (a covered child's from
+    its announcement): replayed history is no turn's output. Joined by the chunks' hash of
+    (trace, session) when no session of the timeline shares a window's hash with another,
+    else by the strings (a collision costs time, never a wrong chunk)."""
+    spans = _replay_spans(facts)
+    if not spans or not chunks.height:
+        return chunks
+    windows = _windows_frame(spans, chunks.schema["row"])
+    pairs = tl.lazy().select("trace", "session").unique().with_columns(_KEY).collect()
+    owners = pairs.join(windows.select("key").unique(), on="key", how="semi")
+    own = windows.select("trace", "session").unique()
+    if not owners.join(own, on=["trace", "session"], how="anti", nulls_equal=True).height:
+        inside = _rows_inside(chunks, windows.drop("trace", "session"), ["key"])
+    else:
+        strings = tl.select("trace", "session")[chunks["row"]].with_columns(chunks["row"])
+        inside = _rows_inside(strings, windows.drop("key"), ["trace", "session"])
+    return chunks.filter(~pl.col("row").is_in(inside.implode()))
+
+
+def _windows_frame(spans: list[tuple[str, str, int, int]], row_type: Any) -> pl.DataFrame:
+    """The replay windows of each trace and session, overlapping ones merged, with `_KEY`."""
+    by_session: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    for trace, session, start, end in spans:
+        by_session.setdefault((trace, session), []).append((start, end))
+    table = [(t, s, a, b) for (t, s), ss in by_session.items() for a, b in _merge(ss)]
+    schema: dict[str, Any] = {
+        "trace": pl.String,
+        "session": pl.String,
+        "start": row_type,
+        "end": pl.Int64,
+    }
+    return pl.DataFrame(table, schema=schema, orient="row").with_columns(_KEY).sort("start")
+
+
+def _rows_inside(rows: pl.DataFrame, windows: pl.DataFrame, by: list[str]) -> pl.Series:
+    """The `row`s of `rows` inside a window of the same `by`."""
+    return rows.join_asof(
+        windows,
+        left_on="row",
+        right_on="start",
+        by=by,
+        strategy="backward",
+        allow_exact_matches=False,
+        check_sortedness=False,
+    ).filter(pl.col("row") < pl.col("end"))["row"]
+
+
+def _replay_spans(facts: Facts) -> list[tuple[str, str, int, int]]:
+    """(trace, session, start row, end row) of every replay window and session it covers."""
+    out = []
+    for w in facts.windows:
+        if not w.replaying:
+            continue
+        end = w.end_row if w.end_row is not None else 2**62
+        for stats in w.sessions.values():
+            start = w.req_row if stats.announce_row is None else stats.announce_row
+            out.append((w.trace, stats.session, start, end))
+    return out
+
+
+def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Overlapping (start, end) spans joined, in order of start."""
+    out: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
 
 
 def _join_forward(frame: pl.DataFrame, chunks: pl.DataFrame, by: list[str]) -> list[int | None]:

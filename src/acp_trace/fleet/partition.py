@@ -13,7 +13,7 @@ def partition(found: Sequence[Found], count: int) -> list[list[Found]]:
     (a file larger than a share is a run of its own); no run is empty."""
     if not found:
         return []
-    sizes = [_size(f) + 1 for f in found]  # + 1: a file costs something even when empty
+    sizes = [file_size(f) + 1 for f in found]  # + 1: a file costs something even when empty
     share = sum(sizes) / max(1, count)
     runs: list[list[Found]] = [[]]
     filled = 0
@@ -26,7 +26,8 @@ def partition(found: Sequence[Found], count: int) -> list[list[Found]]:
     return runs
 
 
-def _size(item: Found) -> int:
+def file_size(item: Found) -> int:
+    """The size of a found file in bytes (0 when it cannot be read)."""
     try:
         return os.stat(item.path).st_size
     except OSError:

@@ -10,10 +10,11 @@ from typing import Any
 import polars as pl
 
 from acp_trace.errors import InputError, UsageError, WorkerError
-from acp_trace.fleet.partition import partition
+from acp_trace.fleet.partition import file_size, partition
 from acp_trace.fleet.result import UNWRITTEN, FleetResult, concat
 from acp_trace.fleet.sources import across_partitions
 from acp_trace.fleet.work import COMPUTED, Part, analyze_part
+from acp_trace.trace.memory import check_memory
 from acp_trace.trace.paths import Found, find_traces
 from acp_trace.trace.pool import traces_named, worker_context
 from acp_trace.trace.reader import check_roots
@@ -57,9 +58,17 @@ def run(
     executor = _executor(workers, scheduler, client)
     count = partitions or max(1, executor.workers * PARTS_PER_WORKER)
     target = None if dataset is None else os.fspath(dataset)
+    runs = partition(found, count)
+    if scheduler is None and client is None and runs:
+        # this machine's limit, before any partition is read: each worker needs what one
+        # process needs for its partition, so the largest decides
+        largest = max(runs, key=lambda run_: sum(file_size(f) for f in run_))
+        check_memory(
+            largest, f"the largest of {len(runs)} partitions, each read whole by one worker, "
+        )
     parts = [
         Part(i, tuple(run_), fmt, marker_meta, target, schema, tables or Part.tables)
-        for i, run_ in enumerate(partition(found, count))
+        for i, run_ in enumerate(runs)
     ]
     try:
         outcomes = executor.map(analyze, parts, retries)

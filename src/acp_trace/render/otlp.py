@@ -11,13 +11,17 @@ JSON encoding (hex, 16-byte trace ids, 8-byte span ids, derived from the trace i
 gives the same ids); times are Unix nanoseconds as decimal strings: the header's `started_at`
 plus each record's `t_ns`. A trace without timestamps or without `started_at`, or with a time
 OTLP cannot hold (before 1970 or from 2554-07-21 on: its times are unsigned 64-bit
-nanoseconds), is left out and named in the second value `otlp_document` returns. The OpenTelemetry Collector's `otlpjsonfile`
-receiver reads the file as it is.
+nanoseconds), is left out and named in the second value `otlp_document` returns. Every string
+is valid UTF-8: a lone surrogate (in an error message, say) is written as U+FFFD, since
+protobuf's JSON mapping refuses a `\\ud800` escape and with it the whole batch; text the reader
+holds in its columns (methods, session ids, agent names) is as every other command shows it.
+The OpenTelemetry Collector's `otlpjsonfile` receiver reads the file as it is.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +39,16 @@ INTERNAL = 1  # SpanKind.SPAN_KIND_INTERNAL: the tap observes both sides
 STATUS_ERROR = 2
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _text(value: str) -> str:
+    """`value` as UTF-8 holds it: a lone surrogate (a cut emoji in an error message) becomes
+    U+FFFD. Written as a `\\ud800` escape it would be valid JSON that protobuf's JSON mapping
+    refuses, and with it the receiver refuses the whole batch."""
+    return value if value.isascii() else _SURROGATE.sub("\ufffd", value)
+
+
 def _value(value: Any) -> dict[str, Any]:
     if isinstance(value, bool):
         return {"boolValue": value}
@@ -42,7 +56,7 @@ def _value(value: Any) -> dict[str, Any]:
         return {"intValue": str(value)}
     if isinstance(value, float):
         return {"doubleValue": value}
-    return {"stringValue": str(value)}
+    return {"stringValue": _text(str(value))}
 
 
 def _attrs(pairs: dict[str, Any]) -> list[dict[str, Any]]:
@@ -123,7 +137,7 @@ class _Trace:
         span: dict[str, Any] = {
             "traceId": self.trace_id,
             "spanId": span_id,
-            "name": name,
+            "name": _text(name),
             "kind": INTERNAL,
             "startTimeUnixNano": str(begin),
             "endTimeUnixNano": str(max(begin, end)),
@@ -132,9 +146,9 @@ class _Trace:
         if parent:
             span["parentSpanId"] = parent
         if events:
-            span["events"] = events
+            span["events"] = [{**e, "name": _text(e["name"])} for e in events]
         if status:
-            span["status"] = status
+            span["status"] = {**status, "message": _text(status["message"])}
         self.spans.append(span)
         return span_id
 

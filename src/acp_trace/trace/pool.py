@@ -1,4 +1,5 @@
-"""Reading many traces, or one large one, in a pool of processes; and the memory check.
+"""Reading many traces, or one large one, in a pool of processes (the memory check before it:
+`trace.memory`).
 
 The work is cut into tasks in file order: byte ranges of about RANGE_BYTES of a large native
 trace (each from a line's start to a line's end), and groups of whole small files. Each task
@@ -19,8 +20,6 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-import re
-import resource
 import threading
 from collections import deque
 from collections.abc import Generator, Iterator, Sequence
@@ -32,7 +31,6 @@ import polars as pl
 
 from acp_trace.errors import InputError
 from acp_trace.trace.handoff import handoff_directory, pack, unpack
-from acp_trace.trace.native import out_of_memory
 from acp_trace.trace.paths import Found
 from acp_trace.trace.workers import Workers
 
@@ -42,9 +40,6 @@ if TYPE_CHECKING:
 RANGE_BYTES = 32 << 20  # a task reads about this many bytes
 GROUP_FILES = 512  # and at most this many small files
 AUTO_MIN_BYTES = 48 << 20  # below this, workers=None reads in this process
-# The analyzer holds about twice its input (records and timeline); address space besides.
-NEED_PER_BYTE = 3
-NEED_BASE = 700 << 20
 Result = tuple["Table | list[pl.DataFrame]", InputError | None]
 Task = tuple[str, Any]
 
@@ -271,33 +266,3 @@ def _fork_is_safe() -> bool:
     except OSError:
         return False
     return all(n in _SAFE_THREADS for n in names[1:]) and len(names) >= 1
-
-
-# ---------------------------------------------------------------- memory
-
-
-def check_memory(found: Sequence[Found]) -> None:
-    """InputError before reading when the address space this process may use (`ulimit -v`)
-    cannot hold what the analysis of these files needs: past it, polars would abort."""
-    limit, _hard = resource.getrlimit(resource.RLIMIT_AS)
-    if limit == resource.RLIM_INFINITY or not found:
-        return
-    total = sum(_size(item.path) for item in found)
-    need = _address_space() + NEED_BASE + NEED_PER_BYTE * total
-    if need > limit:
-        largest = max(found, key=lambda item: _size(item.path)).path
-        raise InputError(
-            out_of_memory(largest).replace(
-                "(the analyzer",
-                f"(the address space is limited to {limit / 1e6:.0f} MB; the analyzer",
-            )
-        )
-
-
-def _address_space() -> int:
-    try:
-        status = Path("/proc/self/status").read_text()
-    except OSError:
-        return 0
-    match = re.search(r"VmSize:\s+(\d+) kB", status)
-    return int(match.group(1)) * 1024 if match else 0

@@ -72,9 +72,10 @@ def read_found(
     """Read the files `find_traces` found (or a share of them: the fleet reads a partition per
     worker): one records table, a `skipped` row for each candidate that is no trace.
     InputError for an explicit file that is no trace; `check_roots` does the rest."""
-    from acp_trace.trace import pool  # the process pool and the memory check
+    from acp_trace.trace import pool  # the process pool
+    from acp_trace.trace.memory import check_memory
 
-    pool.check_memory(found)
+    check_memory(found)  # before anything is read
     table = Table()
     results = pool.read_all(found, fmt, pool.choose_workers(found, workers))
     try:

@@ -53,7 +53,9 @@ class _Pass:
         self.by_req: dict[int, Window] = {}
         # markers on a session no open resume covers yet: [row, session, windows open, done]
         self.deferred: list[list[Any]] = []
-        self.after_load: dict[str, tuple[int, list[int]]] = {}
+        # session -> the loads of it answered since its last client request: (window, the
+        # history rows after each response); every one collects until that next request
+        self.after_load: dict[str, list[tuple[int, list[int]]]] = {}
         self.ended = False
         self.trace = ""
 
@@ -137,7 +139,9 @@ class _Pass:
         if w.succeeded:
             self.active.setdefault(w.session, r["row"])
             if w.method == "session/load":
-                self.after_load[w.session] = (w.index, [])
+                # a load sent before an earlier one's response: what comes after both responses
+                # is after each of them (no request for S followed either), none dropped
+                self.after_load.setdefault(w.session, []).append((w.index, []))
 
     def _activate_new(self, r: dict[str, Any]) -> None:
         if r["kind"] == "response" and r["session"] and r["request_method"] in NEW_METHODS:
@@ -161,8 +165,9 @@ class _Pass:
         cls = r["update_class"]
         if cls == "vendor":
             self._vendor(r, session)
-        if cls == "history" and session in self.after_load:
-            self.after_load[session][1].append(r["row"])
+        if cls == "history":
+            for _window, rows in self.after_load.get(session, ()):
+                rows.append(r["row"])
         if r["update_kind"] == "subagent_update" and r["update_session"]:
             self._announce(r, session, r["update_session"])
         if cls == "marker":
@@ -198,8 +203,8 @@ class _Pass:
         """A run of plain history updates on one session (see `pass_rows`): what `_update`
         does for each of them, at once."""
         session = r["session"]
-        if session in self.after_load:
-            self.after_load[session][1].extend(r["rows"])
+        for _window, rows in self.after_load.get(session, ()):
+            rows.extend(r["rows"])
         for w in self.open:
             stats = w.sessions.get(session)
             if stats is not None:
@@ -257,16 +262,15 @@ class _Pass:
                 stats.request_rows.append(r["row"])
 
     def _close_after_load(self, session: str) -> None:
-        entry = self.after_load.pop(session, None)
-        if entry is not None and entry[1]:
-            self.facts.load_after.append(entry)
+        for entry in self.after_load.pop(session, ()):
+            if entry[1]:
+                self.facts.load_after.append(entry)
 
     # ------------------------------------------------------------ the end of the trace
 
     def _finish(self) -> None:
-        for entry in self.after_load.values():
-            if entry[1]:
-                self.facts.load_after.append(entry)
+        for session in list(self.after_load):
+            self._close_after_load(session)
         for row, session, _window_ids, done in self.deferred:
             if not done:
                 self._fact(row, session, "unexpected", None)
