@@ -36,7 +36,16 @@ MAY_IMPORT: dict[str, set[str]] = {
     "fleet": {"trace", "analysis", "render"},
     "watch": {"trace", "analysis", "render"},
     "mcpserver": {"trace", "analysis", "render", "redaction"},
-    "drive": {"trace", "analysis", "render", "demo", "mock", "record.trace_file", "record.options"},
+    "drive": {
+        "trace",
+        "analysis",
+        "fidelity",
+        "render",
+        "demo",
+        "mock",
+        "record.trace_file",
+        "record.options",
+    },
     "pytest_plugin": {"trace", "analysis", "render", "demo", "drive"},
     "cli": {"*"},
     # The package root names the public API lazily (TYPE_CHECKING imports only; the test below

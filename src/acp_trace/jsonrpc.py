@@ -231,6 +231,19 @@ def cancelled_key(msg: str | bytes | None) -> str | None:
     return id_key(params["requestId"])
 
 
+def error_detail(error: Any, limit: int = 200) -> str:
+    """An error answer's words for a person: its `message`, then its `data` (where agents such
+    as codex-acp and gemini-cli put the reason) as compact JSON, each cut at `limit`
+    characters. Escape it for where it is shown."""
+    error = as_dict(error)
+    message = str(error.get("message", ""))
+    text = message if len(message) <= limit else message[: limit - 1] + "…"
+    if error.get("data") is not None:
+        data = json_text(error["data"])
+        text += f" (data: {data if len(data) <= limit else data[: limit - 1] + '…'})"
+    return text
+
+
 def json_text(value: Any) -> str:
     """Compact JSON text of a parsed value (`json_bytes` as text)."""
     return json_bytes(value).decode()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -58,3 +59,50 @@ def test_a_gap_over_the_bound_fails_with_the_gap(acp_agent: Start) -> None:
         AssertionError, match=r"gap [0-9.]+ ms \(from the marker\), expected under 0 ms"
     ):
         agent.expect.gap_below(0)
+
+
+def test_no_errors_allows_a_known_rule(acp_agent: Start) -> None:
+    """no_errors(allow=[RULE]) lets that rule's errors pass, not others'; an unknown rule id
+    is a usage error, not a silent pass."""
+    from acp_trace.errors import UsageError
+
+    agent = _resumed(acp_agent, "marker-missing")
+    agent.expect.no_errors(allow=["marker-missing"])
+    with pytest.raises(AssertionError):
+        agent.expect.no_errors(allow=["marker-late"])
+    with pytest.raises(UsageError, match="unknown rule id no-such-rule"):
+        agent.expect.no_errors(allow=["no-such-rule"])
+
+
+def test_replay_matches_a_faithful_second_resume(acp_agent: Start) -> None:
+    """Two resumes of one session: the second carries every message of the first."""
+    agent = _resumed(acp_agent)
+    agent.client.resume("s1", cwd="/tmp/project")
+    row = agent.expect.replay_matches("s1")
+    assert row["source"] == "replay" and row["source_messages"] == 8
+
+
+def test_replay_matches_fails_with_the_differences(tmp_path: Path) -> None:
+    """A replay under new ids, or with no source, fails with what differs and the trace."""
+    from acp_trace import analyze
+    from acp_trace.pytest_plugin.expect import Expect
+    from tracebuilder import TraceBuilder
+
+    b = TraceBuilder()
+    for ids in ("", "-again"):
+        rid = b.resume("s1")
+        b.update(
+            "s1", "agent_message", messageId=f"a{ids}", content=[{"type": "text", "text": "hi"}]
+        )
+        b.marker("s1")
+        b.response(rid, {})
+    trace = b.write(tmp_path / "t.jsonl")
+    expect = Expect(analyze(trace), trace)
+    with pytest.raises(AssertionError) as failed:
+        expect.replay_matches("s1")
+    text = str(failed.value)
+    assert "is not its session: id_changed 1 (at most 0)" in text
+    assert 'new id       agent_message    source "a" at seq' in text and f"trace: {trace}" in text
+    assert expect.replay_matches("s1", id_changed=1)["replay_id_changed"] == 1
+    with pytest.raises(AssertionError, match="no source to compare it with"):
+        expect.replay_matches("s1", index=0)

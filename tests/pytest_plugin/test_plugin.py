@@ -144,6 +144,26 @@ def test_the_acp_check_marker_does_the_same_for_one_test(
     result.stdout.fnmatch_lines(CHECK_FAILED)
 
 
+def test_a_known_rule_can_be_allowed(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--acp-allow RULE (and the marker's allow=[...]) lets that rule's errors pass the check;
+    another rule allowed does not."""
+    _agent_env(monkeypatch, 2, "live-before-marker")
+    pytester.makepyfile(test_quiet=QUIET.format(marker=""))
+    allowed = pytester.runpytest_subprocess(
+        "--strict-markers", "--acp-check", "--acp-allow", "live-before-marker"
+    )
+    allowed.assert_outcomes(passed=1)
+    other = pytester.runpytest_subprocess(
+        "--strict-markers", "--acp-check", "--acp-allow", "marker-late"
+    )
+    other.assert_outcomes(failed=1)
+    marked = '@pytest.mark.acp_check(allow=["live-before-marker"])'
+    pytester.makepyfile(test_quiet=QUIET.format(marker=marked))
+    pytester.runpytest_subprocess("--strict-markers").assert_outcomes(passed=1)
+
+
 PARAMETRIZED = """
 import os, shlex
 import pytest

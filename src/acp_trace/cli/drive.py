@@ -123,6 +123,17 @@ def drive(
             " are shown, not judged (one sample per side).",
         ),
     ] = None,
+    history_drop: Annotated[
+        float,
+        typer.Option(
+            "--history-drop",
+            metavar="PCT",
+            min=0.0,
+            max=100.0,
+            help="Flag a replay that carried this share fewer messages or bytes than recorded "
+            "(default 10). Messages missing or under other ids are flagged whatever it is.",
+        ),
+    ] = 10.0,
 ) -> None:
     """Play a recording's client side against AGENT through the tap; say what differed from the
     recording; exit 1 when something got worse (options anywhere before `--`)."""
@@ -154,6 +165,7 @@ def drive(
         sessions=tuple(session or ()),
         cwd=cwd,
         threshold=Threshold(pct, ms),
+        history_drop=history_drop,
     )
     outcome = run_drive(options)
     emit(format_drive(outcome, width()))

@@ -17,8 +17,9 @@ import polars as pl
 
 from acp_trace.analysis.diff_counts import GOOD_OUTCOMES, finding_counts, flips, outcome_counts
 from acp_trace.analysis.front import Analysis, analyze
+from acp_trace.drive.content import DEFAULT_HISTORY_DROP, content_regressions, pairs
 from acp_trace.drive.player import PlayResult
-from acp_trace.jsonrpc import id_key
+from acp_trace.jsonrpc import error_detail, id_key
 from acp_trace.quantities import count, fixed
 
 
@@ -62,8 +63,14 @@ REQUEST_SCHEMA = {
 }
 
 
-def compare(recording: Path, result: PlayResult, threshold: Threshold | None = None) -> Comparison:
-    """Analyze both traces and set them side by side (the recording's first trace only)."""
+def compare(
+    recording: Path,
+    result: PlayResult,
+    threshold: Threshold | None = None,
+    history_drop: float = DEFAULT_HISTORY_DROP,
+) -> Comparison:
+    """Analyze both traces and set them side by side (the recording's first trace only); what
+    each replay carried is judged against the recorded one (`drive/content.py`)."""
     base, new = analyze([recording]), analyze([result.trace])
     first = base.timeline["trace"].first() if base.timeline.height else None
     base_tl = base.timeline.filter(pl.col("trace") == first)
@@ -89,6 +96,8 @@ def compare(recording: Path, result: PlayResult, threshold: Threshold | None = N
         new=new,
     )
     cmp.regressions = regressions(cmp, result, threshold or Threshold(), numbers)
+    matched = pairs(base, new, None if first is None else str(first), result.sessions, ids)
+    cmp.regressions += content_regressions(base, new, matched, numbers, history_drop)
     return cmp
 
 
@@ -176,7 +185,8 @@ def regressions(
         out.append(f"the run stopped: {result.problem}")
     for r in cmp.requests.iter_rows(named=True):
         if r["recorded"] == "ok" and r["this_run"] != "ok":
-            out.append(f"{_request(r)}: ok in the recording, {r['this_run']} in this run")
+            said = _error_said(result, r["n"])
+            out.append(f"{_request(r)}: ok in the recording, {r['this_run']} in this run{said}")
         elif threshold.exceeded(r["recorded_ms"], r["this_run_ms"]):
             out.append(
                 f"{_request(r)}: {fixed(r['recorded_ms'], 1)} -> {fixed(r['this_run_ms'], 1)} ms"
@@ -207,6 +217,14 @@ def regressions(
     for r in new_errors.iter_rows(named=True):
         out.append(f"rule {r['rule']} (error): {count(r['new_count'])} in this run, none recorded")
     return out
+
+
+def _error_said(result: PlayResult, n: int) -> str:
+    """`: MESSAGE (data: ...)` of the n-th request's error answer (empty when none)."""
+    requests = [s for s in result.sent if s.step.is_request]
+    answer = requests[n - 1].answer if 0 < n <= len(requests) else None
+    error = answer.get("error") if answer is not None else None
+    return f": {error_detail(error)}" if error is not None else ""
 
 
 def _request(r: dict[str, object]) -> str:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from acp_trace.drive.compare import Comparison, Threshold, compare
+from acp_trace.drive.content import DEFAULT_HISTORY_DROP
 from acp_trace.drive.player import PlayOptions, PlayResult, play
 from acp_trace.drive.script import Script, load_script
 from acp_trace.drive.tap import seconds_problem
@@ -31,6 +32,7 @@ class DriveOptions:
     sessions: tuple[str, ...] = ()  # RECORDED=LIVE
     cwd: str | None = None
     threshold: Threshold | None = None
+    history_drop: float = DEFAULT_HISTORY_DROP  # percent (drive/content.py)
     env: dict[str, str] | None = None
 
 
@@ -144,7 +146,9 @@ def run_drive(opts: DriveOptions) -> DriveOutcome:
             f"drive: the tap wrote no trace at {target} (exit {result.tap_exit})"
             + (f": {said[-1]}" if said else "")
         )
-    return DriveOutcome(script, result, compare(recording, result, opts.threshold))
+    return DriveOutcome(
+        script, result, compare(recording, result, opts.threshold, opts.history_drop)
+    )
 
 
 def check_options(opts: DriveOptions) -> None:

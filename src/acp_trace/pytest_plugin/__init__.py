@@ -41,16 +41,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="Run every test's ACP traces through `acp-trace check`; error findings fail it.",
     )
+    group.addoption(
+        "--acp-allow",
+        action="append",
+        metavar="RULE",
+        default=None,
+        help="With --acp-check: a rule whose error findings do not fail a test (a known one "
+        "being fixed; repeatable).",
+    )
     parser.addini("acp_trace_dir", "Default of --acp-trace-dir.", default=None)
     parser.addini("acp_check", "Default of --acp-check.", type="bool", default=False)
+    parser.addini("acp_allow", "Default of --acp-allow: rule ids.", type="linelist", default=[])
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """Register the marker (suites run with --strict-markers)."""
     config.addinivalue_line(
         "markers",
-        f"{CHECK_MARKER}: run this test's ACP traces through `acp-trace check` and fail it "
-        "on error findings (acp-trace)",
+        f"{CHECK_MARKER}(allow=[RULE, ...]): run this test's ACP traces through `acp-trace "
+        "check` and fail it on error findings of any rule not allowed (acp-trace)",
     )
 
 
@@ -127,12 +136,21 @@ def _check_wanted(item: pytest.Item) -> bool:
     return bool(wanted) or item.get_closest_marker(CHECK_MARKER) is not None
 
 
-def _check(agents: list[AgentUnderTest]) -> None:
-    from acp_trace.pytest_plugin.expect import findings_text
+def _allowed(item: pytest.Item) -> list[str]:
+    """The rules --acp-allow, the acp_allow ini option and the marker's `allow` let pass."""
+    allow = list(item.config.getoption("--acp-allow") or item.config.getini("acp_allow") or [])
+    marker = item.get_closest_marker(CHECK_MARKER)
+    if marker is not None:
+        allow += list(marker.kwargs.get("allow", ()))
+    return allow
+
+
+def _check(agents: list[AgentUnderTest], allow: list[str]) -> None:
+    from acp_trace.pytest_plugin.expect import allowed_out, findings_text
     from acp_trace.quantities import count
 
     for agent in agents:
-        errors = agent.expect.findings("error")
+        errors = allowed_out(agent.expect.findings("error"), allow)
         if errors.height:
             pytest.fail(
                 f"acp-trace check: {count(errors.height)} error finding(s) in the agent's trace:\n"
@@ -148,7 +166,7 @@ def pytest_runtest_call(item: pytest.Item) -> None:
     test (a failure, not an error at teardown), the findings its message."""
     agents = item.stash.get(AGENTS, [])
     if agents and _check_wanted(item):
-        _check(agents)
+        _check(agents, _allowed(item))
 
 
 @pytest.hookimpl(hookwrapper=True)  # old-style: works with every pytest that has StashKey

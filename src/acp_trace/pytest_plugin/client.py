@@ -17,7 +17,14 @@ from typing import IO, Any
 from acp_trace import __version__
 from acp_trace.demo.rpc import ConnectionClosed, Endpoint, Message
 from acp_trace.drive.tap import seconds_problem
-from acp_trace.jsonrpc import INTERNAL_ERROR, METHOD_NOT_FOUND, as_dict, as_int, as_str
+from acp_trace.jsonrpc import (
+    INTERNAL_ERROR,
+    METHOD_NOT_FOUND,
+    as_dict,
+    as_int,
+    as_str,
+    error_detail,
+)
 from acp_trace.quantities import counted
 
 CLIENT_INFO = {"name": "acp-trace-pytest", "version": __version__}
@@ -29,7 +36,8 @@ class AcpError(Exception):
 
     def __init__(self, code: int, message: str, data: Any = None, method: str = "") -> None:
         where = f"{method} answered " if method else ""
-        super().__init__(f"{where}error {code}: {message}")
+        said = error_detail({"message": message, "data": data})
+        super().__init__(f"{where}error {code}: {said}")
         self.code, self.message, self.data, self.method = code, message, data, method
 
 

@@ -4,6 +4,7 @@ expectation, with the trace it came from: never a bare `assert False`."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +40,11 @@ class Expect:
         """The check findings at or above `min_severity` (as `acp-trace check` gives them)."""
         return self.analysis.findings(min_severity=min_severity)
 
-    def no_errors(self) -> None:
-        """No finding of severity error."""
+    def no_errors(self, allow: Iterable[str] = ()) -> None:
+        """No finding of severity error, but of the rules in `allow` (rule ids: a known rule
+        the agent breaks, allowed while it is fixed; UsageError for an unknown id)."""
         __tracebackhide__ = True
-        errors = self.findings("error")
+        errors = allowed_out(self.findings("error"), allow)
         if errors.height:
             raise AssertionError(
                 f"{count(errors.height)} error finding(s):\n{findings_text(errors, self.trace)}"
@@ -89,6 +91,48 @@ class Expect:
             )
         return row
 
+    def replay_matches(
+        self,
+        session: str | None = None,
+        *,
+        index: int = -1,
+        missing: int = 0,
+        extra: int = 0,
+        duplicated: int = 0,
+        id_changed: int = 0,
+        reordered: int = 0,
+        truncated: int = 0,
+    ) -> dict[str, Any]:
+        """The replay (as `replay` picks it) carried its session as the trace recorded it
+        (docs/rules.md, "Replay fidelity"): it has a source, and at most the given number of
+        messages missing, extra, repeated, under other ids, reordered or cut (0 by default).
+        Returns the replay row; the failure lists the first differences."""
+        __tracebackhide__ = True
+        row = self.replay(session, index=index)
+        if row["source"] is None:
+            raise AssertionError(
+                f"{_replay_name(row)}: no source to compare it with (no earlier replay or prompt "
+                f"turn of the session in the trace)\ntrace: {self.trace}"
+            )
+        allowed = {"replay_missing": missing, "replay_extra": extra,
+                   "replay_duplicated": duplicated, "replay_id_changed": id_changed,
+                   "replay_reordered": reordered, "replay_truncated": truncated}  # fmt: skip
+        over = [f"{k.removeprefix('replay_')} {row[k]} (at most {n})"
+                for k, n in allowed.items() if (row[k] or 0) > n]  # fmt: skip
+        if over:
+            raise AssertionError(
+                f"{_replay_name(row)} is not its session: {', '.join(over)}\n"
+                f"{self._differences(row)}trace: {self.trace}"
+            )
+        return row
+
+    def _differences(self, row: dict[str, Any]) -> str:
+        """The first differences of a replay row, as `acp-trace fidelity` lists them."""
+        from acp_trace.render.fidelity import fidelity_data, format_fidelity
+
+        data = fidelity_data(self.analysis, session=row["session"], request_id=row["request_id"])
+        return format_fidelity(data, limit=10)
+
     def gap_below(self, ms: float, session: str | None = None) -> None:
         """Every replay's gap (marker, else the last history update, to the response) is
         under `ms` milliseconds; a replay without a gap (no response) fails too."""
@@ -114,6 +158,17 @@ class Expect:
         return "\nfindings on that session:\n" + "\n".join(
             finding_line(f) for f in found.iter_rows(named=True)
         )
+
+
+def allowed_out(findings: pl.DataFrame, allow: Iterable[str]) -> pl.DataFrame:
+    """The findings without those of the allowed rules (UsageError for an unknown rule id)."""
+    allow = list(allow)
+    if not allow:
+        return findings
+    from acp_trace.analysis.front import check_rule_filter
+
+    check_rule_filter(allow, "info")
+    return findings.filter(~pl.col("rule").is_in(allow))
 
 
 def gap_of(row: dict[str, Any]) -> tuple[float | None, str]:
