@@ -151,3 +151,26 @@ def test_the_plugins_error_names_its_data() -> None:
     text = str(error)
     assert text.startswith('session/load answered error -32603: Internal error (data: {"reason"')
     assert text.endswith("…)") and len(text) < 300
+
+
+def test_a_load_that_answers_before_its_history_is_judged_on_what_came_after(
+    tmp_path: Path,
+) -> None:
+    """gemini-cli answers a v1 load first and sends the history after: drive judges what the
+    client got for the load, up to its next request for the session."""
+
+    def load(b: TraceBuilder, turns: int) -> None:
+        rid = b.load(S)
+        b.update(S, "user_message_chunk", content={"type": "text", "text": "q"})
+        b.response(rid, {})
+        for i in range(turns):
+            b.update(S, "agent_message_chunk", content={"type": "text", "text": f"a{i}"})
+            b.update(S, "user_message_chunk", content={"type": "text", "text": f"q{i}"})
+        b.request("session/prompt", {"sessionId": S, "prompt": []})
+
+    before, after = TraceBuilder(protocol=1), TraceBuilder(protocol=1)
+    load(before, 10)
+    load(after, 1)
+    lines = _judge(tmp_path, before, after)
+    assert any("history 21 -> 3 messages" in line for line in lines), lines
+    assert any("18 of the recording's 21 messages missing" in line for line in lines), lines

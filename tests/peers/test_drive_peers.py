@@ -77,3 +77,27 @@ def test_the_readme_example_passes_against_codex(peers_ready: None, tmp_path: Pa
     assert done.returncode == 0, done.stdout + done.stderr
     assert "3 passed" in done.stdout
     assert len(list((tmp_path / "traces").rglob("agent-1.jsonl"))) == 3
+
+
+@pytest.mark.parametrize(("peer", "protocol"), [("codex-acp-rs", 1), ("claude-agent-acp", 1),
+                                                ("gemini-cli", 1)])  # fmt: skip
+def test_drive_catches_a_history_cut_to_a_tenth(
+    peers_ready: None, tmp_path: Path, peer: str, protocol: int
+) -> None:
+    """A load recorded with 20 turns, driven against the same agent whose stored session holds
+    2: the replay's history shrank and the recorded messages are missing, each a regression
+    (issue 41: drive used to call this "no regression")."""
+    project = tmp_path / "project"
+    project.mkdir()
+    env = peerlib.fabricate(peer, tmp_path / "full", SID, str(project), 20)
+    run = peerlib.record(peer, tmp_path / "full", env, sid=SID, cwd=str(project), protocol=protocol)
+    assert run.client_exit == 0, run.client_output
+    cut_env = peerlib.fabricate(peer, tmp_path / "cut", SID, str(project), 2)
+    agent = (str(peerlib.NETNS_RUN), *peerlib.command(peer))
+    options = DriveOptions(run.trace, agent, output=tmp_path / "cut.jsonl", speed=0, timeout=90,
+                           env=cut_env)  # fmt: skip
+    cut = run_drive(options)
+    text = format_drive(cut).replace("\n  ", " ")
+    assert cut.regressed, text
+    assert "history 40 -> 4 messages (-90%)" in text or "history 41 -> 5 messages" in text, text
+    assert "of the recording's" in text and "messages missing" in text, text

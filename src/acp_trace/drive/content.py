@@ -10,7 +10,7 @@ only how they ended.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from acp_trace.analysis.front import Analysis
@@ -39,15 +39,33 @@ def pairs(
     id (the recording's translated to the ids this run used)."""
     theirs = {
         (r["session"], r["request_id"]): (r, s)
-        for r, s in zip(new.replays.iter_rows(named=True), replay_spans(new), strict=True)
+        for r, s in zip(new.replays.iter_rows(named=True), client_spans(new), strict=True)
     }
     out = []
-    for r, s in zip(base.replays.iter_rows(named=True), replay_spans(base), strict=True):
+    for r, s in zip(base.replays.iter_rows(named=True), client_spans(base), strict=True):
         if r["trace"] != first:
             continue
         key = (sessions.get(r["session"], r["session"]), ids.get(r["request_id"], r["request_id"]))
         if key in theirs:
             out.append(Pair(r, s, *theirs[key]))
+    return out
+
+
+def client_spans(a: Analysis) -> list[ReplaySpan]:
+    """The replay spans of `a`, a v1 load's taking in the history that came after its response
+    (until the client's next request for the session: `load-updates-after-response`): what
+    the client got for the load, which is what a drive compares (gemini-cli sends its history
+    after the response)."""
+    windows = a.facts.windows
+    late = {
+        (windows[i].req_row, windows[i].session): max(rows) + 1
+        for i, rows in a.facts.load_after
+        if rows
+    }
+    out = []
+    for s in replay_spans(a):
+        stop = late.get((s.req_row, s.session))
+        out.append(replace(s, stop_row=stop) if stop is not None else s)
     return out
 
 
