@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
+
+import orjson
 
 from acp_trace.fidelity.content import content_text, tool_call_text, utf8_len
 from acp_trace.jsonrpc import id_key, loads, loads_exact
@@ -23,10 +25,10 @@ TOOL_KINDS = ("tool_call", "tool_call_update")
 FIDELITY_KINDS = frozenset(WHOLE_KINDS) | frozenset(CHUNK_KINDS) | frozenset(TOOL_KINDS)
 
 
-@dataclass(frozen=True)
-class Update:
+class Update(NamedTuple):
     """One agent stdout record inside a span: `kind` is its update kind (None for anything that
-    is not a session/update of a fidelity kind), `session` the session it is on."""
+    is not a session/update of a fidelity kind), `session` the session it is on (a tuple: one
+    is made per record of every span)."""
 
     row: int
     seq: int | None
@@ -187,7 +189,12 @@ def _update_of(msg: str | None) -> dict[str, Any] | None:
     """The `params.update` of a session/update message, ids exact (an id beyond 64 bits that
     orjson read as a float is read again exactly)."""
     try:
-        parsed = loads(msg or "")
+        parsed = orjson.loads(msg or "")
+    except orjson.JSONDecodeError:
+        parsed = None  # what orjson refuses but JSON allows (a lone surrogate): the stdlib
+    try:
+        if parsed is None:
+            parsed = loads(msg or "")
         update = parsed["params"]["update"]
         if not isinstance(update, dict):
             return None

@@ -40,5 +40,4 @@ class AgentRows:
             )
             .collect()
         )
-        for row, seq, session, kind, msg in part.iter_rows():
-            yield Update(row, seq, session, kind, msg)
+        yield from map(Update._make, part.iter_rows())
