@@ -23,7 +23,7 @@ from acp_trace.cli.app import (
 from acp_trace.cli.targets import binary_output, directory_output, file_output, guard, note
 from acp_trace.cli.terminal import emit, step
 from acp_trace.errors import AcpTraceError, OutputError, UsageError
-from acp_trace.quantities import counted
+from acp_trace.quantities import count, counted
 
 if TYPE_CHECKING:
     from acp_trace.analysis import Analysis
@@ -284,12 +284,7 @@ def append_dataset(
     warn_fleet(result)
     for trace, problem in result.unwritten.rows():
         warn(f"not written to {dataset}: {trace}: {problem}")
-    w = result.written
-    emit(
-        f"{dataset}: {w.get('traces', 0)} new traces ({w.get('known', 0)} already in the "
-        f"dataset): {w.get('records', 0)} records, {w.get('replays', 0)} replays, "
-        f"{w.get('findings', 0)} findings, {w.get('turns', 0)} turns\n"
-    )
+    emit(dataset_counts(dataset, result.written))
     if result.unwritten.height:
         missing = result.unwritten.height + result.failed.height
         raise OutputError(
@@ -297,6 +292,16 @@ def append_dataset(
             "dataset once: run the export again when the problem is fixed"
         )
     exit_if_failed(result)
+
+
+def dataset_counts(dataset: str, written: dict[str, int]) -> str:
+    """The line after `export --dataset`: what was appended, counts with separators."""
+    w = {key: count(written.get(key, 0)) for key in ("traces", "known", *DATASET_TABLES)}
+    tables = ", ".join(f"{w[key]} {key}" for key in DATASET_TABLES)
+    return f"{dataset}: {w['traces']} new traces ({w['known']} already in the dataset): {tables}\n"
+
+
+DATASET_TABLES = ("records", "replays", "findings", "turns")
 
 
 @app.command()
@@ -312,6 +317,7 @@ def compact(
 
     done = compact_dataset(dataset)
     emit(
-        f"{dataset}: {done.partitions} partitions compacted, {done.files_before} files before, "
-        f"{done.files_after} after ({done.removed} leftovers of interrupted runs removed)\n"
+        f"{dataset}: {count(done.partitions)} partitions compacted, {count(done.files_before)} "
+        f"files before, {count(done.files_after)} after ({count(done.removed)} leftovers of "
+        "interrupted runs removed)\n"
     )
