@@ -25,7 +25,7 @@ from acp_trace.errors import UsageError
 from acp_trace.files import output_dir, replacing, wants_directory, write_file
 from acp_trace.jsonrpc import json_bytes, json_text
 from acp_trace.render.escape import csv_safe
-from acp_trace.render.report.formats import rounded
+from acp_trace.render.report.formats import csv_ids, rounded
 
 if TYPE_CHECKING:
     from acp_trace.analysis.front import Analysis, Paths
@@ -103,11 +103,12 @@ def perfetto_target(out: str | os.PathLike[str], name: str = "") -> Path:
 
 
 def csv_text(df: pl.DataFrame, *, spreadsheet: bool = False) -> str:
-    """A table as CSV: nested columns as JSON text, floats rounded to the nanosecond; with
+    """A table as CSV: nested columns as JSON text, floats rounded to the nanosecond, JSON-RPC
+    ids tagged with their type (`number:1`, `"1"`: `csv_ids`); with
     `spreadsheet`, cells that start like a formula (`=`, `+`, `-`, `@`) neutralized
     (`acp_trace.render.escape`), else every cell exactly as in Parquet."""
     buffer = io.StringIO()
-    flat = json_nested(rounded(df))
+    flat = csv_ids(json_nested(rounded(df)))
     (csv_safe(flat) if spreadsheet else flat).write_csv(buffer)
     return buffer.getvalue()
 
