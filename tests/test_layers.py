@@ -21,6 +21,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "errors": set(),
     "jsonrpc": set(),
     "files": set(),
+    "owned": set(),
     "processes": set(),
     "quantities": set(),
     "credentials": set(),
@@ -42,7 +43,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "": {"*"},
     "__main__": {"*"},
 }
-SHARED = {"errors", "jsonrpc", "files", "processes", "quantities", "credentials"}
+SHARED = {"errors", "jsonrpc", "files", "owned", "processes", "quantities", "credentials"}
 
 
 def _module_name(path: Path) -> str:

@@ -55,13 +55,19 @@ def report(
 
     from acp_trace.render.report.bundle import CHARTS, write_report
 
-    directory_output(output, [*REPORT_FILES, *CHARTS], traces)
+    directory_output(output, [*REPORT_FILES, *CHARTS], traces, "report", whole=True)
     a = analyze_paths(traces, marker_meta, source_format, workers)
     from acp_trace.render.report.context import shown_command
 
     command = shown_command(["acp-trace", *sys.argv[1:]])
-    with step("writing the report (charts, report.md, report.html)"):
-        files = write_report(a, output, command=command, redact_content=not no_redact_content)
+    try:
+        with step("writing the report (charts, report.md, report.html)"):
+            files = write_report(a, output, command=command, redact_content=not no_redact_content)
+    except (KeyboardInterrupt, SystemExit):  # Ctrl-C, SIGTERM, SIGHUP: nothing half-written
+        from acp_trace.cli.terminal import warn
+
+        warn(f"{output}: the report was not written (its unfinished folder was removed)")
+        raise
     emit(
         f"wrote {files.markdown}, {files.html}, {files.csv} and {counted(len(files.charts), 'chart')}\n"
     )
@@ -243,7 +249,7 @@ def export_target(fmt: str, output: str, traces: list[str]) -> None:
     csv (a file name is refused with the reason), a file, a stream or DIR/ for the JSON of
     perfetto and otlp; none of them one of the inputs."""
     from acp_trace.files import descriptor, wants_directory
-    from acp_trace.render.export import OTLP_NAME, PERFETTO_NAME
+    from acp_trace.render.export import OTLP_NAME, PERFETTO_NAME, made_by_export
 
     if fmt in ("parquet", "csv"):
         names = [f"{table}.{fmt}" for table in EXPORT_TABLES]
@@ -253,11 +259,11 @@ def export_target(fmt: str, output: str, traces: list[str]) -> None:
                 f"-o {output}: --format {fmt} writes three tables ({', '.join(names)}), "
                 "so it needs a directory, e.g. -o out/"
             )
-        directory_output(output, names, traces)
+        directory_output(output, names, traces, "export")
     elif wants_directory(output):
-        directory_output(output, [OTLP_NAME if fmt == "otlp" else PERFETTO_NAME], traces)
+        directory_output(output, [OTLP_NAME if fmt == "otlp" else PERFETTO_NAME], traces, "export")
     else:
-        file_output(output, traces)
+        file_output(output, traces, "export", made_by_export)
 
 
 def append_dataset(
