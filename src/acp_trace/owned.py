@@ -169,7 +169,7 @@ def _check_no_input(text: str, folder: Path, inputs: Iterable[Target]) -> None:
             what = "is the input" if real == where else "holds the input"
             raise OutputError(
                 f"{text}: expected a folder that holds no input, found that it {what} "
-                f"{os.fspath(source)}; writing there could destroy it (choose another -o)"
+                f"{os.fspath(source)}; the output would destroy it (choose another -o)"
             )
 
 
