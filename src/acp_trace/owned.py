@@ -118,6 +118,7 @@ def building(target: Target, writer: str) -> Iterator[Path]:
     """A private folder beside `target` to write a whole output into; on success its files
     go into the manifest and it replaces `target` (renamed into place, the old folder then
     removed); on any failure, Ctrl-C or SIGTERM it is removed and `target` is as it was."""
+    check_folder(target, writer, [], [], whole=True)  # also for callers of the library
     final = _place(target)
     try:
         temp = Path(tempfile.mkdtemp(prefix=f".acp-trace-{writer}-", dir=final.parent))

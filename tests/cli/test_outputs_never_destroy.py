@@ -87,3 +87,23 @@ def test_a_file_export_replaces_only_its_own(cli: Cli, tmp_path: Path, samples: 
     assert (tmp_path / "notes.json").read_text() == '{"mine": true}\n'
     for fmt in ("perfetto", "perfetto", "otlp", "otlp"):
         assert cli("export", "sample_traces", "--format", fmt, "-o", "x.json").code == 0
+
+
+def test_the_library_report_keeps_a_folder_of_other_files(tmp_path: Path) -> None:
+    """acp_trace's report (demo uses it too) refuses a folder holding files it did not
+    write, as the command does: nothing in it is removed."""
+    from acp_trace.errors import OutputError
+    from acp_trace.render.report.bundle import report
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep\n")
+    with pytest.raises(OutputError, match="expected a new or empty folder"):
+        report([str(SAMPLES / "demo-v1-load.jsonl")], mine)
+    assert [p.name for p in mine.iterdir()] == ["notes.txt"]
+
+
+def test_a_dataset_folder_holding_an_input_is_refused(cli: Cli, samples: Path) -> None:
+    """export --dataset into the folder of the traces: refused before anything is read."""
+    result = cli("export", "sample_traces", "--format", "parquet", "--dataset", "sample_traces")
+    assert result.code == 2 and "expected a folder that holds no input" in result.err

@@ -218,9 +218,7 @@ def export(
     if dataset is not None:
         if fmt != "parquet" or output is not None:
             raise UsageError("--dataset DIR goes with --format parquet and without -o")
-        from acp_trace.files import check_directory_target
-
-        check_directory_target(dataset)
+        directory_output(dataset, [], traces, "export")  # holds no input
         append_dataset(traces, dataset, scheduler, marker_meta, source_format)
         return
     if output is None:
