@@ -107,3 +107,19 @@ def test_a_dataset_folder_holding_an_input_is_refused(cli: Cli, samples: Path) -
     """export --dataset into the folder of the traces: refused before anything is read."""
     result = cli("export", "sample_traces", "--format", "parquet", "--dataset", "sample_traces")
     assert result.code == 2 and "expected a folder that holds no input" in result.err
+
+
+def test_plot_replaces_only_a_chart_plot_drew(cli: Cli, tmp_path: Path, samples: Path) -> None:
+    """`plot -o my.png` over a file of the user's or a report's chart: refused, kept; over a
+    chart plot drew (PNG or SVG): replaced."""
+    (tmp_path / "my.png").write_bytes(b"\x89PNG mine")
+    assert cli("report", "sample_traces", "-o", "rep").code == 0
+    for target in ("my.png", "rep/gap.png", "rep/"):
+        kept = {p: p.read_bytes() for p in tmp_path.glob("*.png")}
+        result = cli("plot", "sample_traces", "-o", target)
+        assert (
+            result.code == 2 and "expected a new file or one `acp-trace plot` wrote" in result.err
+        )
+        assert {p: p.read_bytes() for p in tmp_path.glob("*.png")} == kept
+    for target in ("c.png", "c.png", "c.svg", "c.svg"):
+        assert cli("plot", "sample_traces", "-o", target).code == 0

@@ -121,6 +121,9 @@ def plot(
         )
     target = chart_target(output, kind)
     guard([target], traces)
+    from acp_trace.owned import check_file
+
+    check_file(target, "plot", plots.made_by("plot"))  # only a chart plot drew
     a = analyze_paths(traces, marker_meta, source_format, workers)
     pick = plots.Pick(session=session, request=request, trace=trace)
     require_drawable(a, kind, pick)

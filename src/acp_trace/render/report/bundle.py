@@ -108,7 +108,7 @@ def draw_charts(a: Analysis, out: Path) -> tuple[list[Path], dict[str, str]]:
     failed: dict[str, str] = {}
     for name, kind in CHARTS.items():
         try:
-            charts.append(plots.save(plots.figure(a, kind), out / name))
+            charts.append(plots.save(plots.figure(a, kind), out / name, "report"))
         except Exception as exc:  # any failure of matplotlib on any input
             first = (str(exc).strip().splitlines() or [""])[0][:200]
             failed[name] = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
