@@ -21,6 +21,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "errors": set(),
     "jsonrpc": set(),
     "files": set(),
+    "owned": set(),
     "processes": set(),
     "quantities": set(),
     "credentials": set(),
@@ -54,7 +55,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "__main__": {"*"},
 }
 # credentials/ is no shared vocabulary: the tap and the outputs redact through redaction/.
-SHARED = {"errors", "jsonrpc", "files", "processes", "quantities"}
+SHARED = {"errors", "jsonrpc", "files", "owned", "processes", "quantities"}
 
 
 def _module_name(path: Path) -> str:

@@ -71,7 +71,8 @@ def test_shell_completion_is_offered(cli: Cli) -> None:
 
 def test_summary_rules_and_timeline_as_json(cli: Cli, trace: Path) -> None:
     """`--format json` gives the same facts as data: summary's traces and skipped files, the
-    rule catalogue, the timeline's records with `replay` marking a replay window's."""
+    rule catalogue, the timeline's records (a list per column) with `replay` marking a replay
+    window's."""
     summary = orjson.loads(cli("summary", "t.jsonl", "-f", "json").out)
     assert [t["trace"] for t in summary["traces"]] == ["t.jsonl"] and summary["skipped"] == []
     assert summary["traces"][0]["agent"] == "demo-agent"
@@ -80,10 +81,11 @@ def test_summary_rules_and_timeline_as_json(cli: Cli, trace: Path) -> None:
     assert len(rules) == len(cli("rules").out.splitlines())
     every = orjson.loads(cli("timeline", "t.jsonl", "-f", "json").out)
     replays = orjson.loads(cli("timeline", "t.jsonl", "-f", "json", "--replays-only").out)
-    assert replays and all(r["replay"] for r in replays) and len(replays) < len(every)
-    assert replays[0]["method"] == "session/resume"
+    assert replays["seq"] and all(replays["replay"]) and len(replays["seq"]) < len(every["seq"])
+    assert replays["method"][0] == "session/resume"
     one = orjson.loads(cli("timeline", "t.jsonl", "-f", "json", "--session", "sess_2").out)
-    assert one and {r["session"] for r in one if r["src"] != "stderr"} == {"sess_2"}
+    shown = {s for s, src in zip(one["session"], one["src"], strict=True) if src != "stderr"}
+    assert one["seq"] and shown == {"sess_2"}
 
 
 @pytest.mark.parametrize("command", COMMANDS)

@@ -11,6 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from acp_trace.owned import MANIFEST
 from clirun import Cli
 
 
@@ -116,8 +117,17 @@ def test_report_is_private_charts_included(cli: Cli, trace: Path, open_umask: No
     assert {_mode(out / name) for name in ("gap.png", "replay.png", "latency.png")} == {0o600}
     again = cli("report", "t.jsonl", "-o", "out")  # re-running into the same folder works
     assert again.code == 0 and sorted(os.listdir(out)) == sorted(
-        ["gap.png", "latency.png", "replay.png", "replays.csv", "report.html", "report.md"]
+        [
+            "gap.png",
+            "latency.png",
+            "replay.png",
+            "replays.csv",
+            "report.html",
+            "report.md",
+            MANIFEST,
+        ]
     )
+    assert _mode(out / MANIFEST) == 0o600
 
 
 def test_plot_into_a_directory_and_over_a_planted_link(
@@ -153,7 +163,7 @@ def test_export_tables_are_private_whatever_the_umask(cli: Cli, trace: Path, fmt
     assert result.code == 0
     assert _mode(out) == 0o700
     names = sorted(os.listdir(out))
-    assert names == sorted(f"{t}.{fmt}" for t in ("records", "replays", "findings"))
+    assert names == sorted([MANIFEST, *(f"{t}.{fmt}" for t in ("records", "replays", "findings"))])
     assert {_mode(out / n) for n in names} == {0o600}
 
 
@@ -204,8 +214,8 @@ def test_import_refuses_to_overwrite_a_source_before_writing_anything(
     result = cli("import", "d/t.jsonl", "t.jsonl", "-o", "d/")
     assert (result.code, result.out) == (2, "")
     assert result.err == (
-        "acp-trace: d/t.jsonl: is the input d/t.jsonl; the output would destroy it "
-        "(choose another -o)\n"
+        "acp-trace: d/: expected a folder that holds no input, found that it holds the input "
+        "d/t.jsonl; the output would destroy it (choose another -o)\n"
     )
 
 

@@ -108,3 +108,11 @@ def test_report_and_charts(cli: Cli, trace: Path, tmp_path: Path) -> None:
         shown = " ".join(t.get_text() for t in fig.findobj(Text))
         assert "12,000 ms" in shown or "13,200 ms" in shown, shown
         assert "13200" not in shown and "12000" not in shown
+
+
+def test_export_dataset_counts_have_separators(cli: Cli, trace: Path, tmp_path: Path) -> None:
+    """export --dataset says what it appended as a person reads it: `1,203 records`."""
+    out = cli("export", "--format", "parquet", "--dataset", str(tmp_path / "ds"), "t.jsonl").out
+    records = pl.read_parquet(tmp_path / "ds" / "records" / "**" / "*.parquet")
+    assert out.startswith(f"{tmp_path / 'ds'}: 1 new traces (0 already in the dataset): ")
+    assert f" {records.height:,} records" in out and "1,2" in out, out

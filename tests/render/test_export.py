@@ -140,6 +140,46 @@ def test_csv_export_and_json_encoded_nested_columns(tmp_path: Path) -> None:
     }
 
 
+HUGE = 2**70  # an id beyond 64 bits
+
+
+def mixed_ids(path: Path) -> Path:
+    """A trace of 120 requests with integer ids, then ids `"1"` (a string), 1 (a number,
+    again), `"orphan-1"` and 2**70, each a resume with a replay."""
+    b = TraceBuilder()
+    for _ in range(120):
+        b.response(b.request("session/prompt", {"sessionId": "s", "prompt": []}), {})
+    for n, rid in enumerate(["1", 1, "orphan-1", "HUGE"]):
+        b.request("session/resume", {"sessionId": f"r{n}", "replayFrom": {"type": "start"}}, id=rid)
+        b.history(f"r{n}", 1)
+        b.marker(f"r{n}")
+        b.response(rid, {})
+    b.write(path)
+    path.write_text(path.read_text().replace('"id":"HUGE"', f'"id":{HUGE}'))  # orjson: 64 bits
+    return path
+
+
+@pytest.mark.parametrize("traces", ["samples", "mixed ids"])
+def test_every_csv_loads_in_polars_with_ids_apart(tmp_path: Path, traces: str) -> None:
+    """`pl.read_csv(path)`, types guessed, loads records.csv, replays.csv and findings.csv of
+    the sample traces and of a trace whose ids mix numbers, strings and integers beyond 64
+    bits; string ids keep their JSON text, numbers are `number:N`, so `"1"` and 1 differ."""
+    from testpaths import SAMPLES
+
+    source = SAMPLES if traces == "samples" else mixed_ids(tmp_path / "t.jsonl")
+    write_export(analyze(source), "csv", tmp_path / "csv")
+    for name in ("records", "replays", "findings"):
+        loaded = pl.read_csv(tmp_path / "csv" / f"{name}.csv")
+        assert loaded.height > 0 and duckdb.sql(f"from '{tmp_path / 'csv' / name}.csv'").shape
+    ids = set(pl.read_csv(tmp_path / "csv" / "records.csv")["id"].drop_nulls())
+    asked = set(pl.read_csv(tmp_path / "csv" / "replays.csv")["request_id"])
+    if traces == "mixed ids":
+        assert {'"1"', "number:1", '"orphan-1"', f"number:{HUGE}", "number:120"} <= ids
+        assert asked == {'"1"', "number:1", '"orphan-1"', f"number:{HUGE}"}
+    else:
+        assert '"orphan-1"' in ids and "number:0" in ids
+
+
 def test_csv_export_rounds_floats_to_the_nanosecond(tmp_path: Path) -> None:
     """Times taken in ns give ms with at most six decimals in the CSV, no float noise."""
     b = TraceBuilder()

@@ -234,13 +234,13 @@ def timeline(
     if session is not None:
         require_session(a.timeline, session)
     if fmt == "json":
-        from acp_trace.render.report import frame
-        from acp_trace.render.timeline_json import timeline_rows
+        from acp_trace.render.report.formats import to_json
+        from acp_trace.render.timeline_json import timeline_document, timeline_rows
 
         rows = timeline_rows(
             a.timeline, a.facts.windows, session=session, replays_only=replays_only
         )
-        emit(frame(rows, "json"), "json")
+        emit(to_json(timeline_document(rows)), "json")
         return
     text = format_timeline(a.timeline, a.facts.windows, session=session, replays_only=replays_only)
     emit(text)

@@ -30,6 +30,7 @@ def import_(
     """Convert other ACP captures (bare JSON-RPC, Zed log, conductor, inspector) to trace v1.
 
     Imported traces hold message contents: they are written 0600 (new directories 0700).
+    An existing file is replaced only when an earlier import wrote it (never a recording).
     """
     from acp_trace.cli.targets import side_note
     from acp_trace.cli.terminal import warn
@@ -40,6 +41,7 @@ def import_(
         check_not_inputs,
         wants_directory,
     )
+    from acp_trace.owned import check_file, check_folder
     from acp_trace.trace import importers
     from acp_trace.trace.paths import expand_paths
 
@@ -47,12 +49,19 @@ def import_(
     (check_directory_target if into_folder else check_file_target)(output)
     found = expand_paths(sources)  # no input may be an output, before any is read
     names = [str(path) for path in found]
-    check_not_inputs(importers.files_in(Path(output), names) if into_folder else [output], found)
+    if into_folder:
+        check_folder(output, "import", [], [*sources, *found], whole=False)
+    expected = importers.files_in(Path(output), names) if into_folder else [Path(output)]
+    check_not_inputs(expected, found)
+    for target in expected:
+        check_file(target, "import", made_by_import)
     traces = importers.import_files(sources, source_format)
     if not traces:
         raise UsageError(f"{' '.join(sources)}: no capture file found")
     targets = importers.output_paths([name for name, _ in traces], output)
     check_not_inputs(targets, found)
+    for target in targets:  # a capture of several connections names its traces only now
+        check_file(target, "import", made_by_import)
     for (name, lines), target in zip(traces, targets, strict=True):
         importers.write_trace(target, lines)
         facts = importers.header_summary(lines)
@@ -63,3 +72,15 @@ def import_(
         side_note(f"{name} -> {target}: {records}, {facts['timing']}{notes}\n", output)
         for warning in facts["warnings"]:
             warn(f"{name}: {warning}")
+
+
+def made_by_import(path: Path) -> bool:
+    """True when the file is a trace `import` wrote (its header's recorder says so): the
+    only file `import -o` replaces besides an empty one. A recording is never replaced."""
+    import orjson
+
+    with open(path, "rb") as handle:
+        head = orjson.loads(handle.readline(1 << 20))
+    if not isinstance(head, dict) or head.get("kind") != "header":
+        return False
+    return str(head.get("recorder")).endswith(" import")

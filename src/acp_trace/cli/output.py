@@ -23,7 +23,7 @@ from acp_trace.cli.app import (
 from acp_trace.cli.targets import binary_output, directory_output, file_output, guard, note
 from acp_trace.cli.terminal import emit, step
 from acp_trace.errors import AcpTraceError, OutputError, UsageError
-from acp_trace.quantities import counted
+from acp_trace.quantities import count, counted
 
 if TYPE_CHECKING:
     from acp_trace.analysis import Analysis
@@ -55,13 +55,19 @@ def report(
 
     from acp_trace.render.report.bundle import CHARTS, write_report
 
-    directory_output(output, [*REPORT_FILES, *CHARTS], traces)
+    directory_output(output, [*REPORT_FILES, *CHARTS], traces, "report", whole=True)
     a = analyze_paths(traces, marker_meta, source_format, workers)
     from acp_trace.render.report.context import shown_command
 
     command = shown_command(["acp-trace", *sys.argv[1:]])
-    with step("writing the report (charts, report.md, report.html)"):
-        files = write_report(a, output, command=command, redact_content=not no_redact_content)
+    try:
+        with step("writing the report (charts, report.md, report.html)"):
+            files = write_report(a, output, command=command, redact_content=not no_redact_content)
+    except (KeyboardInterrupt, SystemExit):  # Ctrl-C, SIGTERM, SIGHUP: nothing half-written
+        from acp_trace.cli.terminal import warn
+
+        warn(f"{output}: the report was not written (its unfinished folder was removed)")
+        raise
     emit(
         f"wrote {files.markdown}, {files.html}, {files.csv} and {counted(len(files.charts), 'chart')}\n"
     )
@@ -115,6 +121,9 @@ def plot(
         )
     target = chart_target(output, kind)
     guard([target], traces)
+    from acp_trace.owned import check_file
+
+    check_file(target, "plot", plots.made_by("plot"))  # only a chart plot drew
     a = analyze_paths(traces, marker_meta, source_format, workers)
     pick = plots.Pick(session=session, request=request, trace=trace)
     require_drawable(a, kind, pick)
@@ -212,9 +221,7 @@ def export(
     if dataset is not None:
         if fmt != "parquet" or output is not None:
             raise UsageError("--dataset DIR goes with --format parquet and without -o")
-        from acp_trace.files import check_directory_target
-
-        check_directory_target(dataset)
+        directory_output(dataset, [], traces, "export")  # holds no input
         append_dataset(traces, dataset, scheduler, marker_meta, source_format)
         return
     if output is None:
@@ -243,7 +250,7 @@ def export_target(fmt: str, output: str, traces: list[str]) -> None:
     csv (a file name is refused with the reason), a file, a stream or DIR/ for the JSON of
     perfetto and otlp; none of them one of the inputs."""
     from acp_trace.files import descriptor, wants_directory
-    from acp_trace.render.export import OTLP_NAME, PERFETTO_NAME
+    from acp_trace.render.export import OTLP_NAME, PERFETTO_NAME, made_by_export
 
     if fmt in ("parquet", "csv"):
         names = [f"{table}.{fmt}" for table in EXPORT_TABLES]
@@ -253,11 +260,11 @@ def export_target(fmt: str, output: str, traces: list[str]) -> None:
                 f"-o {output}: --format {fmt} writes three tables ({', '.join(names)}), "
                 "so it needs a directory, e.g. -o out/"
             )
-        directory_output(output, names, traces)
+        directory_output(output, names, traces, "export")
     elif wants_directory(output):
-        directory_output(output, [OTLP_NAME if fmt == "otlp" else PERFETTO_NAME], traces)
+        directory_output(output, [OTLP_NAME if fmt == "otlp" else PERFETTO_NAME], traces, "export")
     else:
-        file_output(output, traces)
+        file_output(output, traces, "export", made_by_export)
 
 
 def append_dataset(
@@ -284,12 +291,7 @@ def append_dataset(
     warn_fleet(result)
     for trace, problem in result.unwritten.rows():
         warn(f"not written to {dataset}: {trace}: {problem}")
-    w = result.written
-    emit(
-        f"{dataset}: {w.get('traces', 0)} new traces ({w.get('known', 0)} already in the "
-        f"dataset): {w.get('records', 0)} records, {w.get('replays', 0)} replays, "
-        f"{w.get('findings', 0)} findings, {w.get('turns', 0)} turns\n"
-    )
+    emit(dataset_counts(dataset, result.written))
     if result.unwritten.height:
         missing = result.unwritten.height + result.failed.height
         raise OutputError(
@@ -297,6 +299,16 @@ def append_dataset(
             "dataset once: run the export again when the problem is fixed"
         )
     exit_if_failed(result)
+
+
+def dataset_counts(dataset: str, written: dict[str, int]) -> str:
+    """The line after `export --dataset`: what was appended, counts with separators."""
+    w = {key: count(written.get(key, 0)) for key in ("traces", "known", *DATASET_TABLES)}
+    tables = ", ".join(f"{w[key]} {key}" for key in DATASET_TABLES)
+    return f"{dataset}: {w['traces']} new traces ({w['known']} already in the dataset): {tables}\n"
+
+
+DATASET_TABLES = ("records", "replays", "findings", "turns")
 
 
 @app.command()
@@ -312,6 +324,7 @@ def compact(
 
     done = compact_dataset(dataset)
     emit(
-        f"{dataset}: {done.partitions} partitions compacted, {done.files_before} files before, "
-        f"{done.files_after} after ({done.removed} leftovers of interrupted runs removed)\n"
+        f"{dataset}: {count(done.partitions)} partitions compacted, {count(done.files_before)} "
+        f"files before, {count(done.files_after)} after ({count(done.removed)} leftovers of "
+        "interrupted runs removed)\n"
     )

@@ -1,13 +1,15 @@
 """Every command's outputs, checked before any input is read (docs/outputs.md): the kind of
-each `-o` (`acp_trace.files`), and that none of them is one of the command's inputs (the same
-file by inode, also a file found under a directory or by a glob). The notes a command prints
+each `-o` (`acp_trace.files`), that none of them is one of the command's inputs (the same
+file by inode, also a file found under a directory or by a glob), that no output folder is or
+holds an input, and that nothing is replaced but what the same command made
+(`acp_trace.owned`). The notes a command prints
 after writing go to stdout, unless stdout is the output."""
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from acp_trace.errors import UsageError
@@ -35,20 +37,38 @@ def guard(outputs: Iterable[Target], traces: Iterable[str]) -> None:
         check_not_inputs(wanted, input_files(traces))
 
 
-def file_output(output: str, traces: Iterable[str]) -> str:
-    """A `-o` for one file: its kind checked, and that it is no input."""
+def file_output(
+    output: str,
+    traces: Iterable[str],
+    writer: str | None = None,
+    made: Callable[[Path], bool] | None = None,
+) -> str:
+    """A `-o` for one file: its kind checked, that it is no input, and, for a `writer` that
+    can tell its own files (`made`), that an existing file there is one it made."""
+    from acp_trace.owned import check_file
+
     check_file_target(output)
     guard([output], traces)
+    if writer is not None and made is not None:
+        check_file(output, writer, made)
     return output
 
 
-def directory_output(output: str, names: Iterable[str], traces: Iterable[str]) -> Path:
-    """A `-o` for a directory of `names`: its kind checked, and none of the files it will
-    hold is one of the inputs."""
+def directory_output(
+    output: str, names: Iterable[str], traces: Iterable[str], writer: str, *, whole: bool = False
+) -> Path:
+    """A `-o` for a directory of `names` that `writer` (a command) writes: its kind checked,
+    that it neither is nor holds an input, and that it replaces nothing another command or a
+    person made (`acp_trace.owned`: with `whole`, the folder is replaced as a whole)."""
+    from acp_trace.owned import check_folder
+
     check_directory_target(output)
-    folder = Path(output)
-    guard([folder / name for name in names], traces)
-    return folder
+    traces = list(traces)
+    wanted = list(names)
+    sources: list[Target] = [*traces, *(input_files(traces) if traces else [])]
+    check_folder(output, writer, wanted, sources, whole=whole)
+    guard([Path(output) / name for name in wanted], traces)  # a hard link to an input, too
+    return Path(output)
 
 
 def binary_output(output: str, what: str) -> None:

@@ -7,7 +7,9 @@ types only (signed integers, floats, booleans, strings) so that DuckDB, Spark or
 them as they are; CSV JSON-encodes nested columns, rounds floats to six decimals (times are
 nanoseconds: milliseconds with six decimals hold them exactly) and neutralizes cells that a
 spreadsheet would run as a formula. `perfetto` and `otlp` write one JSON file. Everything written
-holds trace contents, so it is private (0600 files, 0700 new directories).
+holds trace contents, so it is private (0600 files, 0700 new directories). A file written
+into a folder is named in the folder's manifest (`acp_trace.owned`), so that a later export
+may replace it and no other command does.
 """
 
 from __future__ import annotations
@@ -18,14 +20,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import orjson
 import polars as pl
 from polars._typing import PolarsDataType
 
 from acp_trace.errors import UsageError
 from acp_trace.files import output_dir, replacing, wants_directory, write_file
 from acp_trace.jsonrpc import json_bytes, json_text
+from acp_trace.owned import record
 from acp_trace.render.escape import csv_safe
-from acp_trace.render.report.formats import rounded
+from acp_trace.render.report.formats import csv_ids, rounded
 
 if TYPE_CHECKING:
     from acp_trace.analysis.front import Analysis, Paths
@@ -33,6 +37,7 @@ if TYPE_CHECKING:
 FORMATS = ("parquet", "csv", "perfetto", "otlp")
 PERFETTO_NAME = "trace.json"
 OTLP_NAME = "spans.json"
+WRITER = "export"  # the command named in a folder's manifest (acp_trace.owned)
 
 
 def export(
@@ -69,16 +74,8 @@ def write_export(
     exact, as in Parquet, unless `spreadsheet` (cells that start like a formula neutralized)."""
     if redact_content:
         a = scrubbed(a)
-    if fmt == "perfetto":
-        from acp_trace.render.perfetto import trace_events
-
-        target = perfetto_target(out)
-        return [write_file(target, json_bytes(trace_events(a)))]
-    if fmt == "otlp":
-        from acp_trace.render.otlp import otlp_document
-
-        doc, _left_out = otlp_document(a)
-        return [write_file(perfetto_target(out, OTLP_NAME), json_bytes(doc))]
+    if fmt in ("perfetto", "otlp"):
+        return [_write_json(a, fmt, out)]
     if fmt not in ("parquet", "csv"):
         raise UsageError(f"--format {fmt}: expected one of {', '.join(FORMATS)}")
     folder = output_dir(out)
@@ -90,6 +87,7 @@ def write_export(
                 df.write_parquet(temp, statistics=True)
         else:
             write_file(path, csv_text(df, spreadsheet=spreadsheet))
+        record(folder, [path.name], WRITER)
         written.append(path)
     return written
 
@@ -103,6 +101,46 @@ def scrubbed(a: Analysis) -> Analysis:
 
     records = scrub_records(a.records)
     return a if records is a.records else Analysis(records, marker_meta=a.marker_meta)
+def _write_json(a: Analysis, fmt: str, out: str | os.PathLike[str]) -> Path:
+    """The Perfetto trace or the OTLP spans, into `out` (a file) or `out/NAME` (a folder,
+    whose manifest then names it as export's)."""
+    if fmt == "perfetto":
+        from acp_trace.render.perfetto import trace_events
+
+        doc = trace_events(a)
+    else:
+        from acp_trace.render.otlp import otlp_document
+
+        doc, _left_out = otlp_document(a)
+    target = perfetto_target(out, OTLP_NAME if fmt == "otlp" else PERFETTO_NAME)
+    write_file(target, json_bytes(doc))
+    if wants_directory(out):
+        record(target.parent, [target.name], WRITER)
+    return target
+
+
+def made_by_export(path: Path) -> bool:
+    """True when the file is a Perfetto trace or OTLP spans that `export` wrote: what
+    `export -o FILE` may replace."""
+    doc = orjson.loads(path.read_bytes())
+    if not isinstance(doc, dict):
+        return False
+    other = doc.get("otherData")
+    if "traceEvents" in doc and isinstance(other, dict):
+        return str(other.get("generator", "")).startswith("acp-trace ")
+    spans = doc.get("resourceSpans")
+    return (
+        set(doc) == {"resourceSpans"}
+        and isinstance(spans, list)
+        and all(
+            isinstance(s, dict)
+            and all(
+                isinstance(sc, dict) and sc.get("scope", {}).get("name") == "acp-trace"
+                for sc in s.get("scopeSpans", [])
+            )
+            for s in spans
+        )
+    )
 
 
 def perfetto_target(out: str | os.PathLike[str], name: str = "") -> Path:
@@ -112,11 +150,12 @@ def perfetto_target(out: str | os.PathLike[str], name: str = "") -> Path:
 
 
 def csv_text(df: pl.DataFrame, *, spreadsheet: bool = False) -> str:
-    """A table as CSV: nested columns as JSON text, floats rounded to the nanosecond; with
+    """A table as CSV: nested columns as JSON text, floats rounded to the nanosecond, JSON-RPC
+    ids tagged with their type (`number:1`, `"1"`: `csv_ids`); with
     `spreadsheet`, cells that start like a formula (`=`, `+`, `-`, `@`) neutralized
     (`acp_trace.render.escape`), else every cell exactly as in Parquet."""
     buffer = io.StringIO()
-    flat = json_nested(rounded(df))
+    flat = csv_ids(json_nested(rounded(df)))
     (csv_safe(flat) if spreadsheet else flat).write_csv(buffer)
     return buffer.getvalue()
 

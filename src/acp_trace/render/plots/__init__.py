@@ -89,20 +89,41 @@ def figure(
     raise UsageError(f"--kind {kind}: expected one of {', '.join(KINDS)}")
 
 
-def save(fig: Figure, path: str | os.PathLike[str]) -> Path:
+def save(fig: Figure, path: str | os.PathLike[str], writer: str = "plot") -> Path:
     """Write a figure as PNG or SVG (by the file's suffix), 1200 px wide for PNG; a stream
-    (`-`, `/dev/fd/N`, a device or FIFO) without a suffix gets PNG.
+    (`-`, `/dev/fd/N`, a device or FIFO) without a suffix gets PNG. The file names the
+    command that drew it (PNG `Software`, SVG `Creator`: `acp-trace plot`), which is how
+    `plot -o` knows a chart it may replace (`made_by`).
 
     Written through `acp_trace.files` (a temporary file renamed over the target: a symlink
     there is replaced, not followed), private (0600) like every output: a chart holds no
     message contents, but it names agents, sessions and timings. The directory must exist."""
     out = Path(path)
     suffix = chart_format(path)
-    metadata = {"Date": None} if suffix == "svg" else {}
+    tag = f"{MAKER} {writer}"
+    metadata = {"Date": None, "Creator": tag} if suffix == "svg" else {"Software": tag}
     cap_texts(fig)
     with replacing(path) as temp:
         fig.savefig(temp, format=suffix, dpi=DPI, metadata=metadata)
     return out
+
+
+MAKER = "acp-trace"
+
+
+def made_by(writer: str) -> Callable[[Path], bool]:
+    """A test of a file: True when it is a chart `save` wrote for `writer` (its PNG text
+    chunks or SVG metadata, at the start of the file, name it)."""
+
+    def made(path: Path) -> bool:
+        with open(path, "rb") as handle:
+            head = handle.read(1 << 14)
+        tag = f"{MAKER} {writer}".encode()
+        if head.startswith(b"\x89PNG"):
+            return b"Software\x00" + tag in head
+        return b"<svg" in head and b"<dc:title>" + tag + b"</dc:title>" in head
+
+    return made
 
 
 def chart_format(path: str | os.PathLike[str], option: str = "-o") -> str:

@@ -10,8 +10,12 @@ through `document`, which escapes trace text. report.md, report.html and replays
 trace-derived text (session ids, paths): they are written private (0600, in a 0700 directory
 when it is new); the charts hold no contents and follow the umask. A chart that cannot be
 drawn (matplotlib refuses what a hostile trace makes of it) never takes the report down: it
-is left out, an older file of its name is removed, and the report says which chart is
-missing and why (`ReportFiles.failed`).
+is left out and the report says which chart is missing and why (`ReportFiles.failed`).
+
+The folder is written whole or not at all: built in a private folder beside `DIR` and
+renamed into place (`acp_trace.owned.building`), replacing a folder an earlier report wrote;
+an error, Ctrl-C or SIGTERM on the way removes the unfinished folder and leaves `DIR` as it
+was.
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from acp_trace.files import output_dir, write_file
+from acp_trace.files import write_file
+from acp_trace.owned import building
 from acp_trace.render import plots
 from acp_trace.render.report.context import HTML, MARKDOWN, context
 from acp_trace.render.report.document import Block, Image, Paragraph, to_html, to_markdown
@@ -81,15 +86,19 @@ def write_report(
         from acp_trace.render.export import scrubbed
 
         a = scrubbed(a)
-    out = output_dir(out_dir)
-    charts, failed = draw_charts(a, out)
-    markdown = write_file(out / "report.md", markdown_report(a, command, failed))
-    images = {path.name: path.read_bytes() for path in charts}
-    page = to_html(missing_charts(build_blocks(a, command, html=True), failed), images, TITLE)
-    html = write_file(out / "report.html", page)
-    table = frame(_csv_frame(context(a, HTML)), "csv", spreadsheet=True)  # opened by people
-    csv = write_file(out / "replays.csv", table)
-    return ReportFiles(out, markdown, html, csv, charts, failed)
+    out = Path(out_dir)
+    with building(out_dir, "report") as temp:
+        charts, failed = draw_charts(a, temp)
+        write_file(temp / "report.md", markdown_report(a, command, failed))
+        images = {path.name: path.read_bytes() for path in charts}
+        page = to_html(missing_charts(build_blocks(a, command, html=True), failed), images, TITLE)
+        write_file(temp / "report.html", page)
+        table = frame(_csv_frame(context(a, HTML)), "csv", spreadsheet=True)  # opened by people
+        write_file(temp / "replays.csv", table)
+    drawn = [out / path.name for path in charts]
+    return ReportFiles(
+        out, out / "report.md", out / "report.html", out / "replays.csv", drawn, failed
+    )
 
 
 def draw_charts(a: Analysis, out: Path) -> tuple[list[Path], dict[str, str]]:
@@ -99,7 +108,7 @@ def draw_charts(a: Analysis, out: Path) -> tuple[list[Path], dict[str, str]]:
     failed: dict[str, str] = {}
     for name, kind in CHARTS.items():
         try:
-            charts.append(plots.save(plots.figure(a, kind), out / name))
+            charts.append(plots.save(plots.figure(a, kind), out / name, "report"))
         except Exception as exc:  # any failure of matplotlib on any input
             first = (str(exc).strip().splitlines() or [""])[0][:200]
             failed[name] = f"{type(exc).__name__}: {first}" if first else type(exc).__name__

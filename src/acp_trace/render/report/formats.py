@@ -38,6 +38,31 @@ def rounded(df: pl.DataFrame) -> pl.DataFrame:
     return df.with_columns(exprs) if exprs else df
 
 
+ID_COLUMNS = ("id", "request_id")  # JSON-RPC ids, held as their JSON text (jsonrpc.id_key)
+_JSON_NUMBER = r"^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?$"
+
+
+def csv_ids(df: pl.DataFrame) -> pl.DataFrame:
+    """JSON-RPC ids as CSV writes them, so that a reader that guesses types from the first
+    rows (polars, DuckDB) always reads a text column, and `1` and `"1"` stay apart: a string
+    id is its JSON text (`"orphan-1"`, `"1"`), a number is `number:` and its JSON text
+    (`number:1`, `number:123456789012345678901234567890`), any other value (an invalid id:
+    `null`, `true`, an object) `json:` and its JSON text."""
+    exprs = []
+    for name in ID_COLUMNS:
+        if name in df.columns and df.schema[name] == pl.String:
+            col = pl.col(name)
+            exprs.append(
+                pl.when(col.str.starts_with('"'))
+                .then(col)
+                .when(col.str.contains(_JSON_NUMBER))
+                .then(pl.lit("number:") + col)
+                .otherwise(pl.lit("json:") + col)
+                .alias(name)
+            )
+    return df.with_columns(exprs) if exprs else df
+
+
 def rows_json(df: pl.DataFrame) -> list[dict[str, Any]]:
     """The rows of a table as JSON-ready dicts, floats rounded; JSON-RPC ids go back to their
     own type, as written (an integer beyond 64 bits stays exact)."""
@@ -57,8 +82,10 @@ def to_json(value: Any) -> str:
 def to_csv(df: pl.DataFrame, *, spreadsheet: bool = False) -> str:
     """CSV of the flat columns, floats rounded: every cell as it is (data), or with cells that
     start like a formula neutralized (`spreadsheet`)."""
-    flat = rounded(
-        df.select([c for c, t in df.schema.items() if not isinstance(t, pl.List | pl.Struct)])
+    flat = csv_ids(
+        rounded(
+            df.select([c for c, t in df.schema.items() if not isinstance(t, pl.List | pl.Struct)])
+        )
     )
     buf = io.StringIO()
     (csv_safe(flat) if spreadsheet else flat).write_csv(buf)
