@@ -101,6 +101,8 @@ def scrubbed(a: Analysis) -> Analysis:
 
     records = scrub_records(a.records)
     return a if records is a.records else Analysis(records, marker_meta=a.marker_meta)
+
+
 def _write_json(a: Analysis, fmt: str, out: str | os.PathLike[str]) -> Path:
     """The Perfetto trace or the OTLP spans, into `out` (a file) or `out/NAME` (a folder,
     whose manifest then names it as export's)."""
