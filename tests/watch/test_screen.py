@@ -69,7 +69,7 @@ def test_replays_listed_and_trace_text_escaped_not_obeyed(tmp_path: Path) -> Non
         cells = _cells(app, "#replays")
         assert "complete" in cells and "unmarked" in cells
         assert any("marker-missing" in c for c in cells)
-        assert "1 traces, 2 sessions, " in _text(app, "#status")
+        assert "1 trace, 2 sessions, " in _text(app, "#status")
         shown = " ".join(_cells(app, "#sessions") + _cells(app, "#replays"))
         assert "evil\\x1b]0;pwned\\x07[bold red]x[/]\\u202e" in shown
         assert "\x1b" not in shown and "\x07" not in shown
@@ -105,7 +105,7 @@ def test_keys_help_filter_findings_pause(tmp_path: Path) -> None:
             out.write(TraceBuilder().lines[0] + b"\n")
         while app.engine.version == version:  # read, but not shown (the test's own timeout)
             await pilot.pause(0.05)
-        assert app.redraws == before and "1 traces" in _text(app, "#status")
+        assert app.redraws == before and "1 trace," in _text(app, "#status")
         await pilot.press("p")
         assert not app.paused and app.redraws > before
 
