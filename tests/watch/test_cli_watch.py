@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import builtins
 import json
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -121,3 +124,22 @@ def test_once_on_a_folder_without_a_trace_is_an_error(cli: Cli, tmp_path: Path) 
         2,
         "acp-trace: empty: no trace to read (looked for acp-trace v1 traces)\n",
     )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_ends_jsonl_with_128_plus_n(tmp_path: Path, signum: int) -> None:
+    """`watch --format jsonl` following a folder ends on SIGINT, SIGTERM or SIGHUP with exit
+    130, 143 or 129 and one line saying which (SIGINT exited 0)."""
+    (tmp_path / "stray.jsonl").write_bytes(b"not a trace\n")  # its `skipped` says it is up
+    command = [str(Path(sys.executable).parent / "acp-trace"), "watch", "--format", "jsonl", "."]
+    watch = subprocess.Popen(
+        command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert watch.stdout is not None
+    assert json.loads(watch.stdout.readline())["event"] == "skipped"
+    watch.send_signal(signum)
+    _out, err = watch.communicate(timeout=120)
+    name = signal.Signals(signum).name
+    assert watch.returncode == 128 + signum
+    assert err.startswith(f"acp-trace: interrupted by {name}")

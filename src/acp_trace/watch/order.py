@@ -57,9 +57,10 @@ class Order:
         self.answered.pop(trace, None)
         return sorted(self.held.pop(trace, []), key=_key)
 
-    def put(self, events: list[Event], *, idle: bool) -> list[Event]:
-        """Take the events of a step; return those that may go out now, in order. `idle`:
-        everything read has been analyzed."""
+    def put(self, events: list[Event], *, idle: bool, traces: list[str]) -> list[Event]:
+        """Take the events of a step; return those that may go out now, in order: trace by
+        trace, in the order of `traces` (those followed). `idle`: everything read has been
+        analyzed."""
         out: list[Event] = []
         for event in events:
             if event["event"] in UNTIMED:
@@ -70,7 +71,8 @@ class Order:
                 self.held.setdefault(event["trace"], []).append(event)
         if self.settle and not idle:
             return out
-        for trace in list(self.held):
+        rank = {name: i for i, name in enumerate(traces)}
+        for trace in sorted(self.held, key=lambda name: rank.get(name, len(rank))):
             waiting = sorted(self.held[trace], key=_key)
             pending = self.answered.get(trace)
             if pending:

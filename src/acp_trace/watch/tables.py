@@ -108,10 +108,13 @@ class Synced:
             table.remove_row(key)
             self.edits += 1
         kept = self.shown[cut:]
+        widths = [column.content_width for column in table.columns.values()]
         for i, ((_key, was), (_new, cells)) in enumerate(zip(kept, rows, strict=False)):
             for j, (a, b) in enumerate(zip(was, cells, strict=True)):
                 if not same_text(a, b):
-                    table.update_cell_at(Coordinate(i, j), b)
+                    # a value wider than its column widens it: never shown cut (`unmark…`)
+                    wider = j < len(widths) and b.cell_len > widths[j]
+                    table.update_cell_at(Coordinate(i, j), b, update_width=wider)
                     self.edits += 1
         for key, cells in rows[len(kept) :]:
             table.add_row(*cells, key=key)
