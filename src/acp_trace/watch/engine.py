@@ -55,7 +55,7 @@ class Engine:
     recent: float | None = RECENT_SECONDS  # older traces in a folder are passed over
     settle: bool = False  # each trace's events all in time order, findings too (`--once`)
     clock: Callable[[], float] = time.monotonic
-    live: Live = field(init=False)
+    live: Live = field(default_factory=Live)
     judge: Judge = field(init=False)
     followers: dict[str, Follower] = field(default_factory=dict)
     grew: dict[str, float] = field(default_factory=dict)  # when each trace last grew
@@ -69,7 +69,7 @@ class Engine:
 
     def __post_init__(self) -> None:
         self.folder = Folder(list(self.roots), self.recent)
-        self.live = Live(self.marker_meta)
+        self.live.recognise(self.marker_meta)
         self.order = Order(self.settle)
         self.judge = Judge(self.interval, self.marker_meta, background=self.background)
         self.judging: set[str] = set()  # exited traces whose last analysis is under way

@@ -148,11 +148,16 @@ class Live:
     """Every trace followed, fed line by line."""
 
     def __init__(self, marker_meta: str | None = None) -> None:
-        self.vendor: tuple[VendorEvent, ...] = registry(marker_meta)
-        self.needles = tuple({e.needle.encode() for e in self.vendor})
+        self.recognise(marker_meta)
         self.traces: dict[str, Trace] = {}
         self.replays: dict[tuple[str, str, str], Replay] = {}  # (trace, request id, session)
         self.open: dict[tuple[str, str], Replay] = {}  # (trace, session): the newest open one
+
+    def recognise(self, marker_meta: str | None) -> None:
+        """The vendor end-of-replay events to recognise: the known ones, and the one
+        `--marker-meta` names (analysis.vendor_events.registry, as the analyzer)."""
+        self.vendor: tuple[VendorEvent, ...] = registry(marker_meta)
+        self.needles = tuple({e.needle.encode() for e in self.vendor})
 
     def reset(self, name: str) -> None:
         """A trace read again from its start (truncated or replaced)."""
