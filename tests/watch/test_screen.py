@@ -166,6 +166,8 @@ def _one_session_three_replays(path: Path) -> Path:
         b.marker("same")
         b.response(rid, {}, dt=gap)
     b.event("exit", code=0, signal=None)
+    stream = {"lines": 9, "recorded": 9, "dropped": 0, "unwritten": 0, "bytes": 999}
+    b.event("account", streams={"client": stream, "agent": stream}, by="writer")
     return b.write(path)
 
 
@@ -179,7 +181,8 @@ def test_replays_are_told_apart_and_s_shows_the_slowest_itself(tmp_path: Path) -
         table = app.query_one("#replays", DataTable)
         rows = [tuple(str(c) for c in table.get_row_at(r)) for r in range(table.row_count)]
         assert len(rows) == 3 and len(set(rows)) == 3
-        assert {r[0] for r in rows} == {"2", "3", "4"} and {r[-1] for r in rows} == {"t.jsonl"}
+        assert {r[1] for r in rows} == {"2", "3", "4"} and {r[0] for r in rows} == {"#1"}
+        assert _cells(app, "#sessions")[0] == "#1 demo-agent 9.9"
         await pilot.press("s")
         await pilot.pause(0.2)
         panel = _text(app, "#replay")
@@ -263,7 +266,7 @@ def test_the_timeline_is_the_centre_replays_session(tmp_path: Path) -> None:
 
 def test_enter_on_a_connection_or_a_session_shows_its_counts(tmp_path: Path) -> None:
     """Enter on a connection's row lists its records, sessions and replays; on a session's
-    row its updates by kind."""
+    row its updates by kind; on the tap's `account` row in the timeline, its counts."""
     app = WatchApp(Engine([str(_one_session_three_replays(tmp_path / "t.jsonl"))]), tick=0.05)
 
     async def check(app: WatchApp, pilot: Pilot[None]) -> None:
@@ -281,6 +284,14 @@ def test_enter_on_a_connection_or_a_session_shows_its_counts(tmp_path: Path) -> 
         await pilot.pause(0.1)
         body = _text(app, "#text-body")
         assert "user_message     3" in body and "replay_complete  3" in body, body
+        await pilot.press("escape")
+        timeline = app.query_one("#timeline", DataTable)
+        timeline.focus()
+        timeline.move_cursor(row=[r.label for r in app.shown_rows].index("account"))
+        await pilot.press("enter")
+        await pilot.pause(0.1)
+        body = _text(app, "#text-body")
+        assert '"recorded": 9' in body and '"by": "writer"' in body, body
 
     _run_app(app, check)
 

@@ -186,7 +186,8 @@ class Live:
         seq = rec.get("seq") if type(rec.get("seq")) is int else None
         src = rec.get("src")
         if src == "tap":
-            return self._tap(trace, rec, t_ns, seq)
+            raw = line if len(line) <= RAW_KEPT else None  # Enter shows it (the account's counts)
+            return self._tap(trace, rec, Row(t_ns, seq, "tap", "?", None, raw=raw))
         if src == "stderr":
             text = as_str(rec.get("text")) or "(binary line)"
             phase = parse_phase(text)
@@ -221,10 +222,8 @@ class Live:
             trace.started = None
         return [Change("trace_started", trace)]
 
-    def _tap(
-        self, trace: Trace, rec: dict[str, Any], t_ns: int | None, seq: int | None
-    ) -> list[Change]:
-        event = as_str(rec.get("event")) or "?"
+    def _tap(self, trace: Trace, rec: dict[str, Any], row: Row) -> list[Change]:
+        event = row.label = as_str(rec.get("event")) or "?"
         if event == "dropped":
             count = rec.get("count")
             trace.dropped += count if type(count) is int else 1
@@ -232,7 +231,7 @@ class Live:
             trace.errors.append(
                 f"{event}: {rec.get('cause') or rec.get('reason') or ''} {rec.get('message') or ''}".strip()
             )
-        trace.stderr.add(Row(t_ns, seq, "tap", event, None))
+        trace.stderr.add(row)
         if event == "exit":
             trace.ended = {"code": rec.get("code"), "signal": rec.get("signal")}
             return [Change("trace_ended", trace)]

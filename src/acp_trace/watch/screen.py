@@ -151,7 +151,7 @@ class WatchApp(App[None]):
         self.synced = {k: Synced(table) for k, table in self.tables.items()}
         self.query_one("#sessions", DataTable).add_columns("connection / session", "", "state")
         self.query_one("#replays", DataTable).add_columns(
-            "id", "session", "outcome", "gap", "history", "largest phase", "findings", "trace"
+            "#", "id", "session", "outcome", "gap", "history", "phase", "findings"
         )
         self.query_one("#timeline", DataTable).add_columns("t (s)", "kind", "what", "")
         self.set_interval(self.tick, self.step)

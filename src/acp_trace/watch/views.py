@@ -9,7 +9,6 @@ import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 from rich.text import Text
 
@@ -65,9 +64,9 @@ def trace_state(engine: Engine, trace: Trace) -> str:
 def session_rows(engine: Engine, flt: Filter) -> Iterator[tuple[str, list[Text]]]:
     """The connection list: a row per trace, then one per session (key, cells)."""
     with_findings = {(f["trace"], f["session"]) for f in engine.findings}
-    for trace in engine.live.traces.values():
+    for number, trace in enumerate(engine.live.traces.values(), 1):
         proto = "-" if trace.protocol is None else f"v{trace.protocol}"
-        agent = trace.agent + (f" {trace.version}" if trace.version else "")
+        agent = f"#{number} {trace.agent}" + (f" {trace.version}" if trace.version else "")
         state = trace_state(engine, trace)
         yield trace.name, [t(agent, "bold"), t(proto), t(state, "green" if state == "live" else "")]
         for s in trace.sessions.values():
@@ -195,12 +194,13 @@ def replay_rows(
         shown = [c.gap_ms for c in chosen if c.gap_ms is not None]
         if not shown or slowest.gap_ms > max(shown):
             chosen.append(slowest)
+    numbers = {name: i for i, name in enumerate(engine.live.traces, 1)}
     for r in chosen:
         outcome = r.outcome or ("running" if r.t_response is None else "deciding")
         style = DONE_STYLE.get(outcome, "" if r.outcome is None else "red")
-        cells = [t(r.request_id), t(r.session), t(outcome, style), t(seconds(r.gap_ms))]
-        cells += [t(count(r.updates)), t(r.phase or "-")]
-        cells += [t(", ".join(sorted(set(r.findings))) or "-", "red"), t(Path(r.trace).name)]
+        cells = [t(f"#{numbers.get(r.trace, '?')}"), t(r.request_id), t(r.session)]
+        cells += [t(outcome, style), t(seconds(r.gap_ms)), t(count(r.updates)), t(r.phase or "-")]
+        cells += [t(", ".join(sorted(set(r.findings))) or "-", "red")]
         yield f"{r.trace}\0{r.request_id}\0{r.session}", cells
 
 
@@ -247,8 +247,9 @@ def fit(lead: str, items: list[str], width: int) -> str:
     (no value is ever cut: Enter on the session's row lists them all)."""
     out = lead
     for i, item in enumerate(items):
-        more = f"  (+{count(len(items) - i)} more: Enter on the session)"
-        if len(out) + 2 + len(item) + (len(more) if i < len(items) - 1 else 0) > width:
+        more = f" (+{count(len(items) - i)} more)"
+        room = width - (len(f" (+{count(len(items) - i - 1)} more)") if i < len(items) - 1 else 0)
+        if len(out) + 3 + len(item) > room:
             return out + more
         out += ("   " if i == 0 else ", ") + item
     return out
