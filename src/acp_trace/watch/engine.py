@@ -97,7 +97,8 @@ class Engine:
             self.judging, self.ending = self.ending, set()
             self.judge.start(now, self._open_since())
             events.extend(self._collect(now))  # over already unless in the background
-        events = self.order.put(events, idle=self.judge_idle(), traces=list(self.followers))
+        idle = self.judge_idle() if self.settle else True  # only --once waits for it
+        events = self.order.put(events, idle=idle, traces=list(self.followers))
         if events or self.lines_read != self._last_lines:
             self.version += 1
             self._last_lines = self.lines_read

@@ -136,8 +136,10 @@ class Trace:
 
 @dataclass
 class Change:
-    """What one record changed that a script cares about (`watch.events` turns it into an
-    event): a replay started, its marker came, its response came, the trace ended."""
+    """What one record changed that a script cares about (`watch.engine` turns it into an
+    event): the trace started, its agent was named (`agent_named`), a replay started, its
+    vendor end-of-replay event (`vendor_event`) or its marker came, its response came, the
+    trace ended."""
 
     what: str
     trace: Trace
