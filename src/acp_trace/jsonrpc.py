@@ -345,6 +345,17 @@ def other_side(src: str) -> str:
     return "agent" if src == "client" else "client"
 
 
+def agent_name(result: dict[str, Any], command: Any) -> str | None:
+    """A connection's agent name, as every command gives it: the name the agent gives in its
+    initialize result (`info`, v2; `agentInfo`, v1), else one from the header's `command`
+    (`agent_name_from_command`); None when neither says."""
+    name = as_dict(result.get("info") or result.get("agentInfo")).get("name")
+    words = command if isinstance(command, list) else []
+    if name is None and words and all(isinstance(word, str) for word in words):
+        name = agent_name_from_command(words)
+    return as_str(name)
+
+
 def agent_name_from_command(command: list[str]) -> str:
     """A short agent name from its argv: the script for `node x.js`, else the program's name."""
     words = [PurePath(w).name for w in command]

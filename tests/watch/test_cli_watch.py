@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import builtins
 import json
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +39,8 @@ def test_once_prints_the_events_of_a_finished_trace_as_json_lines(cli: Cli, tmp_
     assert result.code == 0, result.err
     events = [json.loads(line) for line in result.out.splitlines()]
     names = [e["event"] for e in events]
-    assert names[:2] == ["trace_started", "replay_started"]
-    assert names[-1] == "trace_ended"
+    assert names[0] == "trace_started" and names[-1] == "trace_ended"
+    assert names.index("replay_started") < names.index("response")
     response = next(e for e in events if e["event"] == "response")
     assert response["outcome"] == "unmarked" and response["gap_ms"] == pytest.approx(301.0)
     assert "marker-missing" in [e.get("rule") for e in events]
@@ -48,7 +51,8 @@ def test_trace_text_is_escaped_in_the_json(cli: Cli, tmp_path: Path) -> None:
     _trace(tmp_path / "t.jsonl", session="s\x1b[31m\x9b\u202e")
     result = cli("watch", "--format", "jsonl", "--once", "t.jsonl")
     assert "\x1b" not in result.out and "\x9b" not in result.out and "\u202e" not in result.out
-    started = json.loads(result.out.splitlines()[1])
+    events = [json.loads(line) for line in result.out.splitlines()]
+    started = next(e for e in events if e["event"] == "replay_started")
     assert started["session"] == "s\x1b[31m\x9b\u202e"
 
 
@@ -120,3 +124,22 @@ def test_once_on_a_folder_without_a_trace_is_an_error(cli: Cli, tmp_path: Path) 
         2,
         "acp-trace: empty: no trace to read (looked for acp-trace v1 traces)\n",
     )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_ends_jsonl_with_128_plus_n(tmp_path: Path, signum: int) -> None:
+    """`watch --format jsonl` following a folder ends on SIGINT, SIGTERM or SIGHUP with exit
+    130, 143 or 129 and one line saying which (SIGINT exited 0)."""
+    (tmp_path / "stray.jsonl").write_bytes(b"not a trace\n")  # its `skipped` says it is up
+    command = [str(Path(sys.executable).parent / "acp-trace"), "watch", "--format", "jsonl", "."]
+    watch = subprocess.Popen(
+        command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert watch.stdout is not None
+    assert json.loads(watch.stdout.readline())["event"] == "skipped"
+    watch.send_signal(signum)
+    _out, err = watch.communicate(timeout=120)
+    name = signal.Signals(signum).name
+    assert watch.returncode == 128 + signum
+    assert err.startswith(f"acp-trace: interrupted by {name}")

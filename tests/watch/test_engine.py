@@ -65,7 +65,10 @@ def test_a_replay_is_followed_as_it_is_written_and_decided_like_check(
     cut = len(b.lines) - 5
     _grow(path, b.lines[:cut])
     first = _run(engine, clock)
-    assert [e["event"] for e in first][:2] == ["trace_started", "replay_started"]
+    assert [e["event"] for e in first if e["event"] != "finding"][:2] == [
+        "trace_started",
+        "replay_started",
+    ]
     assert not [e for e in first if e["event"] == "response"]
     (running,) = engine.live.replays.values()
     assert running.outcome is None and running.updates > 0
@@ -162,3 +165,30 @@ def test_a_failing_analysis_is_said_and_the_watch_goes_on(
         {"event": "error", "trace": str(path), "message": "the analysis failed: RuntimeError: boom"}
     ]
     assert "replay_started" in [e["event"] for e in events]
+
+
+def test_a_response_comes_before_a_later_replays_start(tmp_path: Path) -> None:
+    """Following live: a replay answered and the next one started in the same read, the
+    first's response (decided by the analyzer after both were read) is said before the second
+    replay_started, every t_ms in order."""
+    b = TraceBuilder(agent="demo-agent", version="9.9")
+    first = b.resume("one")
+    b.history("one", 1)
+    b.marker("one")
+    b.response(first, {}, dt=50)
+    b.resume("two")
+    b.history("two", 1)
+    path = b.write(tmp_path / "t.jsonl")
+    clock = Clock()
+    engine = Engine([str(path)], clock=clock)
+    events = _run(engine, clock)
+    names = [e["event"] for e in events if e["event"] != "finding"]
+    assert names == [
+        "trace_started",
+        "replay_started",
+        "marker",
+        "response",
+        "replay_started",
+    ]
+    times = [e["t_ms"] for e in events if e.get("t_ms") is not None]
+    assert times == sorted(times)

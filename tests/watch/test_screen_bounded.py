@@ -101,7 +101,7 @@ def test_the_screen_holds_as_much_after_160_cycles_as_after_40(tmp_path: Path) -
     assert long["session_rows"] == long["stderr_rows"] == ROWS_KEPT
     assert short["updates"] * 4 == long["updates"]  # the counts go on: nothing is lost
     assert long["folded"] > short["folded"] > 0
-    assert long["newest"][1] == short["newest"][1] == "complete"
+    assert long["newest"][3] == short["newest"][3] == "complete"  # #, id, session, outcome
 
 
 class _One(App[None]):

@@ -1,12 +1,14 @@
 """The real thing: `acp-trace watch` on a terminal (a tmux pane) while `demo-client` drives
 `demo-agent --gap 2` through `acp-trace record`; the pane shows the replay's gap counting up,
-then its outcome; with `--fault marker-missing`, the finding as soon as it is decided."""
+then its outcome; with `--fault marker-missing`, the finding as soon as it is decided; a
+signal ends it with 128 + N and gives the terminal back."""
 
 from __future__ import annotations
 
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -125,3 +127,49 @@ def test_a_missing_marker_shows_its_finding_live(pane: Callable[[], str]) -> Non
     assert client.returncode == 0, err
     assert len(set(seen)) >= 2 and seen == sorted(seen), seen
     assert "findings  marker-missing" in final and "marker    none" in final
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_a_signal_ends_the_screen_with_128_plus_n_and_gives_the_terminal_back(
+    tmp_path: Path, signum: int
+) -> None:
+    """SIGTERM, SIGHUP or SIGINT sent to the screen: it exits 143, 129 or 130 with one line,
+    and the terminal is left as it was (main screen, no mouse tracking, the cursor shown)."""
+    if TMUX is None:
+        pytest.skip("tmux is not installed (.ci/run installs it)")
+    socket, traces = tmp_path / "tmux.sock", tmp_path / "traces"
+    traces.mkdir()
+    env = {**os.environ, "ACP_TRACE_DIR": str(traces), "TERM": "xterm-256color"}
+    tmux = [TMUX, "-S", str(socket), "-f", "/dev/null"]
+    shell = f"{BIN / 'acp-trace'} watch; echo rc=$?; exec sleep 600"
+    subprocess.run(
+        [*tmux, "new-session", "-d", "-s", "w", "-x", "150", "-y", "45", "sh", "-c", shell],
+        env=env,
+        check=True,
+    )
+
+    def capture() -> str:
+        done = subprocess.run([*tmux, "capture-pane", "-p", "-t", "w"], capture_output=True)
+        return done.stdout.decode("utf-8", "replace")
+
+    def modes() -> str:
+        flags = "alt=#{alternate_on} mouse=#{mouse_any_flag} cursor=#{cursor_flag}"
+        shown = subprocess.run(
+            [*tmux, "display-message", "-p", "-t", "w", flags], capture_output=True
+        )
+        return shown.stdout.decode().strip()
+
+    try:
+        _until(capture, lambda s: "No replay yet" in s, "the empty screen")
+        assert modes() == "alt=1 mouse=1 cursor=0"  # the screen's own modes, to be undone
+        shown = [*tmux, "display-message", "-p", "-t", "w", "#{pane_pid}"]
+        shell_pid = int(subprocess.run(shown, capture_output=True, check=True).stdout)
+        (watch,) = Path(f"/proc/{shell_pid}/task/{shell_pid}/children").read_text().split()
+        os.kill(int(watch), signum)
+        final = _until(capture, lambda s: "rc=" in s, "the exit code")
+        name = signal.Signals(signum).name
+        assert f"rc={128 + signum}" in final, final
+        assert f"acp-trace: interrupted by {name}" in final
+        assert modes() == "alt=0 mouse=0 cursor=1"
+    finally:
+        subprocess.run([*tmux, "kill-server"], capture_output=True)

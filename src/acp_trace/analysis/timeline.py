@@ -27,7 +27,7 @@ from acp_trace.jsonrpc import (
     HISTORY_KINDS,
     LIVE_KINDS,
     MARKER_KIND,
-    agent_name_from_command,
+    agent_name,
     as_dict,
     as_int,
     as_str,
@@ -257,15 +257,11 @@ def _connection(
     result = as_dict(loads(response).get("result")) if response else {}
     version = result.get("protocolVersion")
     info = as_dict(result.get("info") or result.get("agentInfo"))
-    name = info.get("name")
-    if name is None and header:
-        command = as_dict(loads(header)).get("command")
-        if isinstance(command, list) and command and all(isinstance(w, str) for w in command):
-            name = agent_name_from_command(command)
+    command = as_dict(loads(header)).get("command") if header else None
     return Connection(
         trace=trace,
         protocol=as_int(version),
-        agent=as_str(name),
+        agent=agent_name(result, command),
         agent_version=as_str(info.get("version")),
         client=as_str(client_info.get("name")),
     )

@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 
 import typer
 
-from acp_trace.cli.app import MarkerMeta, app
+from acp_trace.cli.app import MarkerMeta, Stopped, app
 from acp_trace.errors import UsageError
 
 WATCH_EXTRA = "pip install -e '.[watch]' in the acp-trace clone"
@@ -57,7 +57,7 @@ def watch(
     Follows the trace files as `acp-trace record` writes them (new traces in a folder join by
     themselves), never writing or locking them. Outcomes and findings are those of `check`
     and `replays`, decided as the records arrive. Keys on the screen: `?`."""
-    from acp_trace.watch.follow import check_roots
+    from acp_trace.watch.follow import RECENT_SECONDS, check_roots
 
     roots = check_roots(traces or [_default_folder()])
     if fmt is None:
@@ -73,6 +73,8 @@ def watch(
         interval=0.0 if once else interval,
         marker_meta=marker_meta,
         background=not once,  # following and drawing go on while the analyzer works
+        recent=None if once else RECENT_SECONDS,  # --once reads every trace, whatever its age
+        settle=once,  # what the files hold, each trace's events in time order
     )
     engine.judge.warm()
     try:
@@ -114,8 +116,6 @@ def _stream(engine: object, *, until_ended: bool, once: bool) -> None:
 
     try:
         run_jsonl(engine, write, until_ended=until_ended, once=once)
-    except KeyboardInterrupt:
-        return
     except BrokenPipeError:  # `watch | head`: the reader is gone, and so is the need
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
@@ -132,4 +132,7 @@ def _screen(engine: object) -> None:
     from acp_trace.watch.screen import WatchApp
 
     assert isinstance(engine, Engine)
-    WatchApp(engine).run()
+    screen = WatchApp(engine)
+    screen.run()
+    if screen.stopped_by is not None:  # the terminal is itself again: say so, 128 + N
+        raise Stopped(screen.stopped_by)

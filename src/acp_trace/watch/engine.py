@@ -1,13 +1,18 @@
 """The watch loop without a screen: follow the files, feed the live picture, let the analyzer
 decide, and say what happened as events (one dict each; `--format jsonl` prints them).
 
-Events, each with `event` and `trace`:
-- `trace_started`: a trace joined (`agent`, `started_at`).
+Events, each with `event` and `trace` (but `passed_over`):
+- `trace_started`: a trace joined (`agent`, `started_at`); said once its agent is named (its
+  first initialize answered, or before any other event of it), with the name `replays` gives.
+- `passed_over`: files in the watched folders older than `recent` at the start, not read
+  (`count`, `why`).
 - `skipped`: a file in a watched folder that is no trace of the tap (`why`).
 - `trace_reopened`: it was truncated or replaced (`why`): read again from its start.
 - `replay_started`: a replaying request went out (`session`, `request_id`, `method`, `t_ms`).
+- `vendor_event`: its first vendor end-of-replay event came (`source`, named as `gap_source`
+  names it: `vendor:PATH`; `t_ms`, `elapsed_ms`, `history_updates`, `history_bytes` so far).
 - `marker`: its `replay_complete` came (`t_ms`, `elapsed_ms` since the request,
-  `history_updates` and `history_bytes` so far).
+  `history_updates` and `history_bytes` so far, counted as `replays` counts them).
 - `response`: the analyzer decided the replay after its answer (`outcome`, `gap_ms`,
   `gap_source`, `history_updates`, `history_bytes`, `phase`: the largest phase in the gap).
 - `finding`: a rule of `check` broken (`rule`, `severity`, `side`, `session`, `seq`, `t_ms`,
@@ -15,7 +20,8 @@ Events, each with `event` and `trace`:
 - `error`: the analysis of a trace failed (a bug: the watch goes on, `message` says what).
 - `trace_ended`: the agent exited (`code`, `signal`, `errors`, `dropped`, `malformed`), after
   the trace's last findings.
-Times `t_ms` are the tap's stamps (ms since the trace's `started_at`).
+Times `t_ms` are the tap's stamps (ms since the trace's `started_at`). The events of a trace
+come in the order of their times (`watch.order`).
 """
 
 from __future__ import annotations
@@ -27,9 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from acp_trace.watch.follow import Folder, Follower
+from acp_trace.watch.follow import RECENT_SECONDS, Folder, Follower
 from acp_trace.watch.judge import BACKLOG, Judge, Verdicts
-from acp_trace.watch.live import Change, Live, Replay
+from acp_trace.watch.live import Change, Live, Replay, Trace
+from acp_trace.watch.order import Order
 
 Event = dict[str, Any]
 FINDINGS_KEPT = 1000  # findings the screen lists; older ones are counted
@@ -45,6 +52,8 @@ class Engine:
     interval: float = 1.0
     marker_meta: str | None = None
     background: bool = False  # the analyzer in a thread of its own (the screen, jsonl)
+    recent: float | None = RECENT_SECONDS  # older traces in a folder are passed over
+    settle: bool = False  # each trace's events all in time order, findings too (`--once`)
     clock: Callable[[], float] = time.monotonic
     live: Live = field(default_factory=Live)
     judge: Judge = field(init=False)
@@ -59,7 +68,9 @@ class Engine:
     next_scan: float = float("-inf")
 
     def __post_init__(self) -> None:
-        self.folder = Folder(list(self.roots))
+        self.folder = Folder(list(self.roots), self.recent)
+        self.live.recognise(self.marker_meta)
+        self.order = Order(self.settle)
         self.judge = Judge(self.interval, self.marker_meta, background=self.background)
         self.judging: set[str] = set()  # exited traces whose last analysis is under way
 
@@ -69,8 +80,11 @@ class Engine:
         events: list[Event] = []
         if now >= self.next_scan:  # the folders, twice a second; the files at every step
             self.next_scan = now + SCAN_SECONDS
+            first = self.folder.scans == 0
             for path in self.folder.new_files():
                 self.followers[str(path)] = Follower(path)
+            if first and self.folder.passed:
+                events.append(self._passed_over())
         for name, follower in self.followers.items():
             if self.judge.backlog() >= BACKLOG:  # the analyzer is behind: the file waits
                 break
@@ -83,6 +97,8 @@ class Engine:
             self.judging, self.ending = self.ending, set()
             self.judge.start(now, self._open_since())
             events.extend(self._collect(now))  # over already unless in the background
+        idle = self.judge_idle() if self.settle else True  # only --once waits for it
+        events = self.order.put(events, idle=idle, traces=list(self.followers))
         if events or self.lines_read != self._last_lines:
             self.version += 1
             self._last_lines = self.lines_read
@@ -96,10 +112,12 @@ class Engine:
         verdicts = self.judge.collect(now)
         if verdicts is None:
             return []
+        self.order.analyzed(self.judge.last_done)
         events = self._verdicts(verdicts)
         for name in sorted(self.judging):
             trace = self.live.traces.get(name)
             if trace is not None and trace.ended is not None:
+                events.extend(self._announce(trace))
                 events.append(self._ended(trace))
         self.judging = set()
         return events
@@ -134,46 +152,57 @@ class Engine:
                 events.extend(self._changed(change))
         return events
 
+    def _announce(self, trace: Trace) -> list[Event]:
+        """The trace's `trace_started`, once: when its agent is named, or before its first
+        other event."""
+        if trace.announced:
+            return []
+        trace.announced = True
+        started = trace.header.get("started_at")
+        return [
+            {
+                "event": "trace_started",
+                "trace": trace.name,
+                "agent": trace.agent,
+                "started_at": started,
+            }
+        ]
+
     def _changed(self, change: Change) -> list[Event]:
         trace, replay = change.trace, change.replay
-        if change.what == "trace_started":
-            return [
-                {
-                    "event": "trace_started",
-                    "trace": trace.name,
-                    "agent": trace.agent,
-                    "started_at": trace.header.get("started_at"),
-                }
-            ]
+        if change.what in ("trace_started", "agent_named"):
+            return self._announce(trace) if change.what == "agent_named" else []
         if change.what == "trace_ended":
             self.ending.add(trace.name)
             self.judge.mark(trace.name, ended=True)
             return []
         assert replay is not None
+        out = self._announce(trace)
         if change.what == "replay_started":
             self._forget_old_replays()
-            return [
-                {
-                    "event": "replay_started",
-                    **_where(replay),
-                    "method": replay.method,
-                    "t_ms": replay.t_req / 1e6,
-                }
-            ]
-        if change.what == "marker":
-            t = replay.t_marker or 0
-            return [
-                {
-                    "event": "marker",
-                    **_where(replay),
-                    "t_ms": t / 1e6,
-                    "elapsed_ms": (t - replay.t_req) / 1e6,
-                    "history_updates": replay.updates,
-                    "history_bytes": replay.bytes,
-                }
-            ]
+            t_ms = replay.t_req / 1e6
+            started = {"event": "replay_started", **_where(replay), "method": replay.method}
+            return [*out, {**started, "t_ms": t_ms}]
+        if change.what in ("marker", "vendor_event"):
+            t = (replay.t_marker if change.what == "marker" else replay.t_vendor) or 0
+            event: Event = {"event": change.what, **_where(replay)}
+            if change.what == "vendor_event":
+                event["source"] = f"vendor:{replay.vendor}"
+            event.update(t_ms=t / 1e6, elapsed_ms=(t - replay.t_req) / 1e6)
+            event.update(history_updates=replay.updates, history_bytes=replay.bytes)
+            return [*out, event]
         self.judge.mark(trace.name)  # a response: the analyzer decides the outcome now
-        return []
+        answered = None if replay.t_response is None else replay.t_response / 1e6
+        self.order.answer(trace.name, answered, self.judge.started + 1)
+        return out
+
+    def _passed_over(self) -> Event:
+        minutes = f"{self.recent / 60:g}" if self.recent is not None else "?"
+        why = (
+            f"not modified in the {minutes} minutes before the watch started; name a file, "
+            "or use --once, to read it whatever its age"
+        )
+        return {"event": "passed_over", "count": self.folder.passed, "why": why}
 
     def _verdicts(self, verdicts: Verdicts) -> list[Event]:
         events: list[Event] = []
@@ -181,6 +210,7 @@ class Engine:
             replay = self.live.replays.get((d.trace, d.request_id, d.session))
             if replay is not None:
                 replay.outcome, replay.gap_ms, replay.phase = d.outcome, d.gap_ms, d.phase
+                replay.gap_source = d.gap_source
             t_ms = None if replay is None or replay.t_response is None else replay.t_response / 1e6
             events.append(
                 {
@@ -271,7 +301,8 @@ class Engine:
     def all_ended(self) -> bool:
         """At least one trace is followed, every one has ended and its verdicts are out."""
         traces = self.live.traces.values()
-        return bool(traces) and all(t.ended is not None for t in traces) and self.judge_idle()
+        ended = all(t.ended is not None for t in traces)
+        return bool(traces) and ended and self.judge_idle() and not self.order.holding()
 
     def close(self) -> None:
         for follower in self.followers.values():

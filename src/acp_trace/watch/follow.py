@@ -20,6 +20,7 @@ from acp_trace.trace.paths import find_traces
 
 READ_BYTES = 1 << 20  # the most bytes one poll takes from one file (the rest waits a poll)
 MAX_PARTIAL = 64 << 20  # a line longer than this without a newline is passed on cut
+RECENT_SECONDS = 600.0  # a trace in a folder older than this at the start is passed over
 
 
 @dataclass
@@ -116,13 +117,15 @@ class Follower:
 class Folder:
     """The trace files under some paths: files named, and those that appear in directories.
     A file already in a folder when the watch starts is followed only when it was modified in
-    the last `recent` seconds (a folder of last month's traces is not read again); files that
+    the last `recent` seconds (a folder of last month's traces is not read again; None: every
+    file is read, as `--once` does); those passed over are counted (`passed`). Files that
     appear later are always followed, and a file named itself is always read."""
 
     roots: list[str]
-    recent: float = 600.0
+    recent: float | None = RECENT_SECONDS
     known: set[Path] = field(default_factory=set)
     scans: int = 0
+    passed: int = 0  # files older than `recent` passed over at the first scan
 
     def new_files(self) -> list[Path]:
         """Files not seen before, in order. A directory with no trace yet is no error here:
@@ -137,9 +140,10 @@ class Folder:
         first, self.scans = self.scans == 0, self.scans + 1
         fresh = [(p, explicit) for p, explicit in found if p not in self.known]
         self.known.update(p for p, _ in fresh)
-        if first:
+        if first and self.recent is not None:
             cutoff = time.time() - self.recent
-            fresh = [(p, e) for p, e in fresh if e or _modified(p) >= cutoff]
+            kept = [(p, e) for p, e in fresh if e or _modified(p) >= cutoff]
+            self.passed, fresh = len(fresh) - len(kept), kept
         return [p for p, _ in fresh]
 
 

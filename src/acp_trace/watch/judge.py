@@ -55,7 +55,7 @@ class Decided:
     request_id: str
     outcome: str
     gap_ms: float | None
-    gap_source: str
+    gap_source: str | None  # marker, vendor:PATH, last_history (None without a gap)
     history_updates: int | None
     history_bytes: int | None
     phase: str | None
@@ -100,6 +100,7 @@ class Job:
         open_since: dict[str, int | None],
     ) -> None:
         self.work, self.judge, self.open_since = work, judge, open_since
+        self.number = judge.started  # runs are numbered from 1 as they start
         self.lines = sum(len(lines) for _n, _b, lines, _e in work)
         self.out = Verdicts()
         self.done = threading.Event()
@@ -140,6 +141,8 @@ class Judge:
         self.worker: threading.Thread | None = None
         self.next_run = 0.0
         self.runs = 0
+        self.started = 0  # runs started (the next one to start reads what is read till then)
+        self.last_done = 0  # the number of the last run collected
         self.seconds = 0.0  # time spent analyzing, all runs
 
     def warm(self) -> None:
@@ -211,6 +214,7 @@ class Judge:
                 book.dirty = book.urgent = False
                 work.append((name, book, book.waiting, book.ended))
                 book.waiting = []
+        self.started += 1
         self.job = Job(work, self, open_since)
         self.last_run = now
         if self.background:
@@ -234,6 +238,7 @@ class Judge:
             return None
         self.job = None
         self.runs += 1
+        self.last_done = job.number
         self.seconds += job.spent
         self.next_run = now + job.spent / BUDGET - job.spent
         out = job.out
@@ -317,7 +322,6 @@ class Judge:
             if key in book.decided:
                 continue
             book.decided.add(key)
-            marker, last = row["marker_to_response_ms"], row["last_history_to_response_ms"]
             updates, size = row["history_updates"], row["history_bytes"]
             let_go = book.thinned.pop(key[1], None)
             if let_go is not None and updates is not None:
@@ -328,8 +332,8 @@ class Judge:
                     key[1],
                     key[2],
                     row["outcome"],
-                    marker if marker is not None else last,
-                    "marker" if marker is not None else "last_history" if last is not None else "",
+                    row["gap_ms"],  # the analyzer's gap and its source (rules.md)
+                    row["gap_source"],
                     updates,
                     size,
                     largest.get(key),

@@ -14,15 +14,17 @@ from datetime import datetime
 from typing import Any
 
 from acp_trace.analysis.phase_patterns import parse_phase
+from acp_trace.analysis.vendor_events import VendorEvent, first_match, registry
 from acp_trace.jsonrpc import (
     HISTORY_KINDS,
     MARKER_KIND,
-    agent_name_from_command,
+    agent_name,
     as_dict,
     as_str,
     id_key,
     loads,
 )
+from acp_trace.trace.format import element_spans, msg_text
 
 ROWS_KEPT = 400  # rows of a timeline kept; older ones are folded into counts
 RAW_KEPT = 256 << 10  # the bytes of a message a row keeps to be opened
@@ -55,8 +57,10 @@ class Replay:
     method: str
     t_req: int
     updates: int = 0
-    bytes: int = 0
-    t_marker: int | None = None
+    bytes: int = 0  # as `history_bytes` counts them: the messages' bytes in their records
+    t_marker: int | None = None  # its replay_complete
+    t_vendor: int | None = None  # its first vendor end-of-replay event
+    vendor: str | None = None  # that event's path
     t_last_history: int | None = None
     t_response: int | None = None
     failed: bool = False
@@ -64,6 +68,26 @@ class Replay:
     gap_ms: float | None = None
     phase: str | None = None  # the largest phase in the gap
     findings: list[str] = field(default_factory=list)
+    gap_source: str | None = None  # decided by the analyzer
+
+    @property
+    def counting(self) -> bool:
+        """History updates still count: before the marker (in a v1 load, the vendor event
+        is the marker: rules.md, "Vendor end-of-replay events")."""
+        if self.t_marker is not None:
+            return False
+        return self.method != "session/load" or self.t_vendor is None
+
+    def gap_start(self) -> tuple[int | None, str | None]:
+        """Where the gap runs from so far, and its `gap_source`, as the analyzer names it:
+        the marker, else the vendor event, else the last history update."""
+        if self.t_marker is not None:
+            return self.t_marker, "marker"
+        if self.t_vendor is not None:
+            return self.t_vendor, f"vendor:{self.vendor}"
+        if self.t_last_history is not None:
+            return self.t_last_history, "last_history"
+        return None, None
 
 
 @dataclass
@@ -89,7 +113,10 @@ class Trace:
     name: str
     header: dict[str, Any] = field(default_factory=dict)
     started: float | None = None  # the wall clock of t_ns 0 (epoch seconds)
-    agent: str = "?"
+    agent: str = "?"  # as `replays` and `summary` name it (jsonrpc.agent_name)
+    command: object = None  # the header's
+    initialized: bool = False  # its first initialize was answered (the agent is named)
+    announced: bool = False  # its trace_started event is out
     version: str | None = None
     protocol: int | None = None
     records: int = 0
@@ -109,8 +136,10 @@ class Trace:
 
 @dataclass
 class Change:
-    """What one record changed that a script cares about (`watch.events` turns it into an
-    event): a replay started, its marker came, its response came, the trace ended."""
+    """What one record changed that a script cares about (`watch.engine` turns it into an
+    event): the trace started, its agent was named (`agent_named`), a replay started, its
+    vendor end-of-replay event (`vendor_event`) or its marker came, its response came, the
+    trace ended."""
 
     what: str
     trace: Trace
@@ -120,10 +149,17 @@ class Change:
 class Live:
     """Every trace followed, fed line by line."""
 
-    def __init__(self) -> None:
+    def __init__(self, marker_meta: str | None = None) -> None:
+        self.recognise(marker_meta)
         self.traces: dict[str, Trace] = {}
         self.replays: dict[tuple[str, str, str], Replay] = {}  # (trace, request id, session)
         self.open: dict[tuple[str, str], Replay] = {}  # (trace, session): the newest open one
+
+    def recognise(self, marker_meta: str | None) -> None:
+        """The vendor end-of-replay events to recognise: the known ones, and the one
+        `--marker-meta` names (analysis.vendor_events.registry, as the analyzer)."""
+        self.vendor: tuple[VendorEvent, ...] = registry(marker_meta)
+        self.needles = tuple({e.needle.encode() for e in self.vendor})
 
     def reset(self, name: str) -> None:
         """A trace read again from its start (truncated or replaced)."""
@@ -152,7 +188,8 @@ class Live:
         seq = rec.get("seq") if type(rec.get("seq")) is int else None
         src = rec.get("src")
         if src == "tap":
-            return self._tap(trace, rec, t_ns, seq)
+            raw = line if len(line) <= RAW_KEPT else None  # Enter shows it (the account's counts)
+            return self._tap(trace, rec, Row(t_ns, seq, "tap", "?", None, raw=raw))
         if src == "stderr":
             text = as_str(rec.get("text")) or "(binary line)"
             phase = parse_phase(text)
@@ -164,21 +201,22 @@ class Live:
         if src not in ("client", "agent"):
             return []
         if isinstance(msg, dict):
-            return self._message(trace, msg, src, t_ns, seq, line)
-        if isinstance(msg, list):  # a batch: each element in order
+            return self._message(trace, msg, src, t_ns, seq, line, msg_text(line, rec)[1])
+        if isinstance(msg, list):  # a batch: each element in order, sized as the reader does
+            spans = element_spans(msg_text(line, rec)[0].encode())
+            sizes = [len(x) for x in spans] if len(spans) == len(msg) else [0] * len(msg)
             return [
                 c
-                for m in msg
+                for m, size in zip(msg, sizes, strict=True)
                 if isinstance(m, dict)
-                for c in self._message(trace, m, src, t_ns, seq, line)
+                for c in self._message(trace, m, src, t_ns, seq, line, size)
             ]
         return []
 
     def _header(self, trace: Trace, rec: dict[str, Any]) -> list[Change]:
         trace.header = rec
-        command = rec.get("command")
-        if isinstance(command, list):
-            trace.agent = agent_name_from_command([str(c) for c in command])
+        trace.command = rec.get("command")
+        trace.agent = agent_name({}, trace.command) or "?"
         try:
             when = datetime.fromisoformat(str(rec.get("started_at")).replace("Z", "+00:00"))
             trace.started = when.timestamp()
@@ -186,10 +224,8 @@ class Live:
             trace.started = None
         return [Change("trace_started", trace)]
 
-    def _tap(
-        self, trace: Trace, rec: dict[str, Any], t_ns: int | None, seq: int | None
-    ) -> list[Change]:
-        event = as_str(rec.get("event")) or "?"
+    def _tap(self, trace: Trace, rec: dict[str, Any], row: Row) -> list[Change]:
+        event = row.label = as_str(rec.get("event")) or "?"
         if event == "dropped":
             count = rec.get("count")
             trace.dropped += count if type(count) is int else 1
@@ -197,7 +233,7 @@ class Live:
             trace.errors.append(
                 f"{event}: {rec.get('cause') or rec.get('reason') or ''} {rec.get('message') or ''}".strip()
             )
-        trace.stderr.add(Row(t_ns, seq, "tap", event, None))
+        trace.stderr.add(row)
         if event == "exit":
             trace.ended = {"code": rec.get("code"), "signal": rec.get("signal")}
             return [Change("trace_ended", trace)]
@@ -211,6 +247,7 @@ class Live:
         t_ns: int | None,
         seq: int | None,
         line: bytes,
+        size: int,
     ) -> list[Change]:
         raw = line if len(line) <= RAW_KEPT else None
         method = as_str(msg.get("method"))
@@ -233,7 +270,7 @@ class Live:
             return []
         if method is not None:  # a notification
             if method == "session/update":
-                return self._update(trace, params, t_ns, seq, raw, len(line))
+                return self._update(trace, msg, t_ns, seq, raw, size)
             session = as_str(params.get("sessionId"))
             self._row(trace, session, Row(t_ns, seq, "notification", method, session, raw=raw))
             return []
@@ -242,12 +279,13 @@ class Live:
     def _update(
         self,
         trace: Trace,
-        params: dict[str, Any],
+        msg: dict[str, Any],
         t_ns: int | None,
         seq: int | None,
         raw: bytes | None,
         size: int,
     ) -> list[Change]:
+        params = as_dict(msg.get("params"))
         session = as_str(params.get("sessionId")) or "?"
         kind = as_str(as_dict(params.get("update")).get("sessionUpdate")) or "?"
         s = self._session(trace, session)
@@ -255,6 +293,13 @@ class Live:
         last = s.rows[-1] if s.rows else None
         changes: list[Change] = []
         replay = self._open_replay(trace.name, session)
+        vendor = self._vendor(msg, raw)
+        if vendor is not None:  # neither a history nor a live update (rules.md)
+            s.add(Row(t_ns, seq, "vendor", vendor.path, session, raw=raw))
+            if replay is not None and replay.t_vendor is None:
+                replay.t_vendor, replay.vendor = t_ns, vendor.path
+                changes.append(Change("vendor_event", trace, replay))
+            return changes
         if kind == MARKER_KIND:
             s.add(Row(t_ns, seq, "marker", kind, session, raw=raw))
             if replay is not None and replay.t_marker is None:
@@ -266,7 +311,7 @@ class Live:
             last.count += 1  # a streaming message is one row that grows
         else:
             s.add(Row(t_ns, seq, "updates", kind, session, raw=raw))
-        if replay is not None and kind in HISTORY_KINDS and replay.t_marker is None:
+        if replay is not None and kind in HISTORY_KINDS and replay.counting:
             replay.updates += 1
             replay.bytes += size
             replay.t_last_history = t_ns
@@ -291,18 +336,20 @@ class Live:
             return []
         method, t_req, session = pending
         result = as_dict(msg.get("result"))
-        if method == "initialize" and not failed:
+        changes: list[Change] = []
+        if method == "initialize" and not trace.initialized:  # the first, as the analyzer
+            trace.initialized = True
             info = as_dict(result.get("info") or result.get("agentInfo"))  # v2, v1
-            trace.agent = as_str(info.get("name")) or trace.agent
+            trace.agent = agent_name(result, trace.command) or "?"
             trace.version = as_str(info.get("version"))
             version = result.get("protocolVersion")
             trace.protocol = version if type(version) is int else None
+            changes.append(Change("agent_named", trace))
         session = session or as_str(result.get("sessionId"))
         latency = None if t_ns is None or t_req is None else (t_ns - t_req) / 1e6
         self._row(
             trace, session, Row(t_ns, seq, kind, method, session, latency_ms=latency, raw=raw)
         )
-        changes: list[Change] = []
         if session is not None and method in OPENING:
             self._session(trace, session).state = "failed" if failed else "active"
         replay = self.replays.get((trace.name, key[1], session or ""))
@@ -312,6 +359,13 @@ class Live:
                 del self.open[(trace.name, replay.session)]
             changes.append(Change("response", trace, replay))
         return changes
+
+    def _vendor(self, msg: dict[str, Any], raw: bytes | None) -> VendorEvent | None:
+        """The vendor end-of-replay event an update carries (its path's last segment must be
+        in the line: most updates are passed over without a look at their `_meta`)."""
+        if raw is not None and not any(needle in raw for needle in self.needles):
+            return None
+        return first_match(self.vendor, msg)
 
     def _open_replay(self, trace: str, session: str) -> Replay | None:
         return self.open.get((trace, session))

@@ -15,6 +15,7 @@ import gc
 import os
 import signal
 import sys
+import threading
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -24,14 +25,16 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Input, Static
 
-from acp_trace.quantities import count
+from acp_trace.quantities import counted
 from acp_trace.render.escape import terminal
 from acp_trace.watch import views
+from acp_trace.watch.details import details
 from acp_trace.watch.engine import Engine
 from acp_trace.watch.live import Row
 from acp_trace.watch.tables import LiveTable, Synced, same_text
 
 TICK = 0.1  # seconds between two reads of the files and redraws
+HANGUP_GRACE = 5.0  # seconds the screen may take to give the terminal back after SIGHUP
 TIMELINE_ROWS = 300  # the newest rows of a timeline the table holds, at least (when there are)
 TIMELINE_SLACK = 100  # rows it takes on before its oldest go, all at once (not one a row)
 
@@ -113,11 +116,13 @@ class WatchApp(App[None]):
         self.tables: dict[str, DataTable[Any]] = {}
         self.synced: dict[str, Synced] = {}
         self.texts: dict[int, Text] = {}  # what each Static shows (by id), to skip a same one
-        self.selected: tuple[str, str] | None = None  # (trace, session)
+        self.selected: views.Selected | None = None  # (trace, session, request id)
         self.shown_rows: list[Row] = []
         self.row_cells = views.RowCells()
         self.redraws = 0
         self.drawn = -1  # the engine version the lists show
+        self.centre: object = None  # the replay at the centre when the lists were drawn
+        self.stopped_by: int | None = None  # the signal that ended the screen
 
     def compose(self) -> ComposeResult:
         yield Static(id="status")
@@ -133,9 +138,9 @@ class WatchApp(App[None]):
 
     def on_mount(self) -> None:
         loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGTERM, self.exit)
-        # the terminal closed: nothing to restore on it, and nothing of ours to write
-        loop.add_signal_handler(signal.SIGHUP, os._exit, 128 + signal.SIGHUP)
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, self.stop, signum)
+        loop.add_signal_handler(signal.SIGHUP, self.hang_up)
         main = self.screen  # the main screen's widgets, whatever window is on top later
         self.w_status = main.query_one("#status", Static)
         self.w_replay = main.query_one("#replay", Static)
@@ -146,7 +151,7 @@ class WatchApp(App[None]):
         self.synced = {k: Synced(table) for k, table in self.tables.items()}
         self.query_one("#sessions", DataTable).add_columns("connection / session", "", "state")
         self.query_one("#replays", DataTable).add_columns(
-            "session", "outcome", "gap", "history", "largest phase", "findings"
+            "#", "id", "session", "outcome", "gap", "history", "phase", "findings"
         )
         self.query_one("#timeline", DataTable).add_columns("t (s)", "kind", "what", "")
         self.set_interval(self.tick, self.step)
@@ -154,6 +159,23 @@ class WatchApp(App[None]):
         # what is loaded by now (polars, Textual, the rules) stays to the end: the garbage
         # collector's full passes, which pause the screen, no longer walk through all of it
         gc.freeze()
+
+    def stop(self, signum: int) -> None:
+        """A signal ends the screen as it ends every command (`acp-trace watch` exits
+        128 + N, saying which): Textual gives the terminal back first (its main screen, no
+        mouse tracking, the cursor shown)."""
+        self.stopped_by = signum
+        self.exit(return_code=128 + signum)
+
+    def hang_up(self) -> None:
+        """SIGHUP: a terminal still there (`kill -HUP`, a multiplexer) is given back as on
+        SIGTERM, within a few seconds; a closed one has nothing to give back: exit at once."""
+        if not _terminal_alive():
+            os._exit(128 + signal.SIGHUP)
+        guard = threading.Timer(HANGUP_GRACE, os._exit, (128 + signal.SIGHUP,))
+        guard.daemon = True
+        guard.start()
+        self.stop(signal.SIGHUP)
 
     def step(self) -> None:
         """Read the files, let the analyzer decide, redraw (unless paused). Ends when the
@@ -170,6 +192,8 @@ class WatchApp(App[None]):
         self._status()
         replay = views.current_replay(self.engine, self.selected)
         self._show(self.w_replay, views.replay_panel(self.engine, replay))
+        if replay is not self.centre:  # the timeline under it is that replay's session's
+            self.centre, force = replay, True
         if not force and self.engine.version == self.drawn:
             return
         self.redraws += 1
@@ -182,9 +206,15 @@ class WatchApp(App[None]):
         e = self.engine
         sessions = sum(len(tr.sessions) for tr in e.live.traces.values())
         text = (
-            f" {count(len(e.live.traces))} traces, {count(sessions)} sessions, "
-            f"{count(e.finding_count)} findings"
+            f" {counted(len(e.live.traces), 'trace')}, {counted(sessions, 'session')}, "
+            f"{counted(e.finding_count, 'finding')}"
         )
+        if e.folder.passed:  # said, never silent: a folder of old traces is not empty
+            minutes = f"{(e.recent or 0) / 60:g}"
+            text += (
+                f"  |  {counted(e.folder.passed, 'older trace')} passed over (not modified "
+                f"in the {minutes} minutes before; name one to read it)"
+            )
         if self.flt.describe():
             text += f"  |  filter: {self.flt.describe()}"
         if self.paused:
@@ -220,24 +250,16 @@ class WatchApp(App[None]):
             return None
 
     def _timeline(self) -> None:
-        live = self.engine.live
-        if self.selected is None or self.selected[0] not in live.traces:
-            traces = list(live.traces.values())
-            if not traces:
-                return
-            trace = traces[-1]
-            session = next(reversed(trace.sessions.values()), None)
-        else:
-            trace = live.traces[self.selected[0]]
-            session = trace.sessions.get(self.selected[1])
-            if not self.selected[1]:  # the connection's row: its latest session
-                session = next(reversed(trace.sessions.values()), None)
+        _replay, trace, session = views.focus(self.engine, self.selected)
+        if trace is None:
+            return
         head, rows = views.timeline_rows(
             trace, session, self.flt, TIMELINE_ROWS + TIMELINE_SLACK, self.row_cells
         )
         rows = rows[_window(self.shown_rows, [row for row, _ in rows]) :]
         who = f"{trace.agent}: {session.id if session else '(no session yet)'}"
-        self._show(self.w_head, views.t(f"{who}   {head}"))
+        width = self.w_head.size.width or 80
+        self._show(self.w_head, views.t(views.fit(who, head, width)))
         table = self.tables["timeline"]
         at_end = not table.has_focus or table.cursor_row >= table.row_count - 1
         was = (
@@ -258,18 +280,23 @@ class WatchApp(App[None]):
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if not event.data_table.has_focus:  # a redraw moving the cursor back
             return
-        if event.data_table.id == "sessions" and event.row_key.value:
-            parts = str(event.row_key.value).split("\0")
-            self.selected = (parts[0], parts[1] if len(parts) == 2 else "")
-        elif event.data_table.id == "replays" and event.row_key.value:
-            trace, _request, session = str(event.row_key.value).split("\0")
-            self.selected = (trace, session)
+        selected = _selection(event.data_table.id, event.row_key.value)
+        if selected is not None:
+            self.selected = selected
+            self.redraw()
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """Enter: a timeline row's message as JSON; a connection's, a session's or a
+        replay's counts."""
         if event.data_table.id == "timeline" and 0 <= event.cursor_row < len(self.shown_rows):
             row = self.shown_rows[event.cursor_row]
             title = f"seq {row.seq}  {row.kind}  {terminal(row.label)}"
             self.push_screen(TextScreen(views.message_text(row), title))
+            return
+        selected = _selection(event.data_table.id, event.row_key.value)
+        shown = None if selected is None else details(self.engine, selected)
+        if shown is not None:
+            self.push_screen(TextScreen(shown[1], shown[0]))
 
     def action_help(self) -> None:
         self.push_screen(TextScreen(Text(views.HELP), "acp-trace watch"))
@@ -307,7 +334,7 @@ class WatchApp(App[None]):
             self.notify("No replay has a gap yet.")
             return
         slow = max(done, key=lambda r: r.gap_ms or 0.0)
-        self.selected = (slow.trace, slow.session)
+        self.selected = (slow.trace, slow.session, slow.request_id)
         self.flt.session = ""
         self.redraw()
         table = self.tables["replays"]
@@ -316,6 +343,16 @@ class WatchApp(App[None]):
         if key in keys:
             table.move_cursor(row=keys.index(key), animate=False)
         table.focus()
+
+
+def _selection(table: str | None, key: object) -> views.Selected | None:
+    """What a row of the sessions or the replays table selects."""
+    if not key or table not in ("sessions", "replays"):
+        return None
+    parts = str(key).split("\0")
+    if table == "replays":
+        return parts[0], parts[2], parts[1]
+    return parts[0], parts[1] if len(parts) == 2 else "", None
 
 
 def _window(shown: list[Row], rows: list[Row]) -> int:

@@ -84,6 +84,15 @@ class LiveTable(DataTable[Text]):
         self.paints += 1
         return lines
 
+    def widen(self) -> None:
+        """Measure the columns of the cells updated wider now: Textual does it when the
+        table is next idle, which a table that receives no message (nobody touches the
+        keys) never is, and the wider value stayed cut (`3.…`) until a key was pressed."""
+        if self._updated_cells:
+            cells, self._updated_cells = set(self._updated_cells), set()
+            self._update_column_widths(cells)
+            self.refresh()
+
 
 class Synced:
     """One table and the rows it shows (keys unique within the table)."""
@@ -108,11 +117,18 @@ class Synced:
             table.remove_row(key)
             self.edits += 1
         kept = self.shown[cut:]
+        widths = [column.content_width for column in table.columns.values()]
+        widened = False
         for i, ((_key, was), (_new, cells)) in enumerate(zip(kept, rows, strict=False)):
             for j, (a, b) in enumerate(zip(was, cells, strict=True)):
                 if not same_text(a, b):
-                    table.update_cell_at(Coordinate(i, j), b)
+                    # a value wider than its column widens it: never shown cut (`unmark…`)
+                    wider = j < len(widths) and b.cell_len > widths[j]
+                    table.update_cell_at(Coordinate(i, j), b, update_width=wider)
+                    widened |= wider
                     self.edits += 1
+        if widened and isinstance(table, LiveTable):
+            table.widen()
         for key, cells in rows[len(kept) :]:
             table.add_row(*cells, key=key)
             self.edits += 1

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from rich.text import Text
 
 from acp_trace.jsonrpc import loads
-from acp_trace.quantities import count, fixed, size
+from acp_trace.quantities import count, counted, fixed, size
 from acp_trace.render.escape import terminal, terminal_lines
 from acp_trace.watch.engine import Engine
 from acp_trace.watch.live import Replay, Row, Session, Trace
@@ -54,7 +54,7 @@ def trace_state(engine: Engine, trace: Trace) -> str:
     if trace.ended is not None:
         code, sig = trace.ended.get("code"), trace.ended.get("signal")
         how = f"signal {sig}" if sig is not None else f"exit {code}"
-        extra = [f"{count(len(trace.errors))} errors"] * bool(trace.errors)
+        extra = [counted(len(trace.errors), "error")] * bool(trace.errors)
         extra += [f"{count(trace.dropped)} dropped"] * bool(trace.dropped)
         extra += [f"{count(trace.malformed)} malformed"] * bool(trace.malformed)
         return ", ".join([how, *extra])
@@ -64,9 +64,9 @@ def trace_state(engine: Engine, trace: Trace) -> str:
 def session_rows(engine: Engine, flt: Filter) -> Iterator[tuple[str, list[Text]]]:
     """The connection list: a row per trace, then one per session (key, cells)."""
     with_findings = {(f["trace"], f["session"]) for f in engine.findings}
-    for trace in engine.live.traces.values():
+    for number, trace in enumerate(engine.live.traces.values(), 1):
         proto = "-" if trace.protocol is None else f"v{trace.protocol}"
-        agent = trace.agent + (f" {trace.version}" if trace.version else "")
+        agent = f"#{number} {trace.agent}" + (f" {trace.version}" if trace.version else "")
         state = trace_state(engine, trace)
         yield trace.name, [t(agent, "bold"), t(proto), t(state, "green" if state == "live" else "")]
         for s in trace.sessions.values():
@@ -79,17 +79,46 @@ def session_rows(engine: Engine, flt: Filter) -> Iterator[tuple[str, list[Text]]
             yield f"{trace.name}\0{s.id}", [t(f"  {s.id}{flag}"), t(f"{updates} upd"), t(s.state)]
 
 
-def current_replay(engine: Engine, session: tuple[str, str] | None) -> Replay | None:
-    """The replay at the centre: the selected session's latest, else the newest in progress,
-    else the newest of all."""
-    replays = list(engine.live.replays.values())
-    if session is not None:
-        mine = [r for r in replays if (r.trace, r.session) == session]
-        if mine:
-            return mine[-1]
-    running = [r for r in replays if r.outcome is None]
-    pool = running or replays
+Selected = tuple[str, str, str | None]  # (trace, session or "" for the connection, request id)
+
+
+def current_replay(engine: Engine, selected: Selected | None) -> Replay | None:
+    """The replay at the centre: the one selected (a row of the replays table, `s`), else the
+    selected session's latest, else the selected connection's latest, else the newest in
+    progress, else the newest of all."""
+    replays = engine.live.replays
+    if selected is not None:
+        trace, session, request = selected
+        if request is not None:
+            chosen = replays.get((trace, request, session))
+            if chosen is not None:
+                return chosen
+        mine = [r for r in replays.values() if r.trace == trace and session in ("", r.session)]
+        if mine or trace in engine.live.traces:
+            return mine[-1] if mine else None
+    running = [r for r in replays.values() if r.outcome is None]
+    pool = running or list(replays.values())
     return pool[-1] if pool else None
+
+
+def focus(
+    engine: Engine, selected: Selected | None
+) -> tuple[Replay | None, Trace | None, Session | None]:
+    """What the screen is about: the replay at the centre, and the connection and session
+    whose timeline is shown under it (the replay's own, so that the two always agree)."""
+    replay = current_replay(engine, selected)
+    traces = engine.live.traces
+    if replay is not None and replay.trace in traces:
+        trace = traces[replay.trace]
+        return replay, trace, trace.sessions.get(replay.session)
+    if selected is not None and selected[0] in traces:
+        trace = traces[selected[0]]
+    elif traces:
+        trace = next(reversed(traces.values()))
+    else:
+        return None, None, None
+    session = trace.sessions.get(selected[1]) if selected and selected[0] == trace.name else None
+    return replay, trace, session or next(reversed(trace.sessions.values()), None)
 
 
 def replay_panel(engine: Engine, replay: Replay | None, now: float | None = None) -> Text:
@@ -110,13 +139,16 @@ def replay_panel(engine: Engine, replay: Replay | None, now: float | None = None
         out.append(f"elapsed   {seconds(elapsed)} since the request\n")
     else:
         out.append(f"response  at {seconds((end - replay.t_req) / 1e6)}\n")
-    out.append(f"history   {count(replay.updates)} updates, {size(replay.bytes)}\n")
+    out.append(f"history   {counted(replay.updates, 'update')}, {size(replay.bytes)}\n")
     if replay.t_marker is not None:
         out.append(f"marker    at {seconds((replay.t_marker - replay.t_req) / 1e6)}\n")
     else:
         out.append("marker    not yet\n" if end is None else "marker    none\n")
-    since = replay.t_marker if replay.t_marker is not None else replay.t_last_history
-    what = "marker" if replay.t_marker is not None else "last history update"
+    if replay.t_vendor is not None:  # never called a marker (rules.md)
+        at = seconds((replay.t_vendor - replay.t_req) / 1e6)
+        out.append(f"vendor    {terminal(replay.vendor or '?')} at {at}\n")
+    since, source = replay.gap_start()
+    what = GAP_FROM.get(source or "", f"vendor event {terminal(replay.vendor or '?')}")
     if end is None and since is not None and trace is not None:
         wall = trace.wall(since)
         gap = None if wall is None else (now - wall) * 1000
@@ -128,12 +160,17 @@ def replay_panel(engine: Engine, replay: Replay | None, now: float | None = None
         out.append("outcome   ")
         out.append(replay.outcome, style)
         out.append(f"   gap {seconds(replay.gap_ms)}")
+        if replay.gap_source:
+            out.append(f" from {terminal(replay.gap_source)}")
         if replay.phase:
             out.append(f"   largest phase {terminal(replay.phase)}")
         out.append("\n")
     if replay.findings:
         out.append("findings  " + ", ".join(sorted(set(replay.findings))) + "\n", "bold red")
     return out
+
+
+GAP_FROM = {"marker": "marker", "last_history": "last history update"}
 
 
 def replay_rows(
@@ -157,11 +194,13 @@ def replay_rows(
         shown = [c.gap_ms for c in chosen if c.gap_ms is not None]
         if not shown or slowest.gap_ms > max(shown):
             chosen.append(slowest)
+    numbers = {name: i for i, name in enumerate(engine.live.traces, 1)}
     for r in chosen:
         outcome = r.outcome or ("running" if r.t_response is None else "deciding")
         style = DONE_STYLE.get(outcome, "" if r.outcome is None else "red")
-        cells = [t(r.session), t(outcome, style), t(seconds(r.gap_ms)), t(count(r.updates))]
-        cells += [t(r.phase or "-"), t(", ".join(sorted(set(r.findings))) or "-", "red")]
+        cells = [t(f"#{numbers.get(r.trace, '?')}"), t(r.request_id), t(r.session)]
+        cells += [t(outcome, style), t(seconds(r.gap_ms)), t(count(r.updates)), t(r.phase or "-")]
+        cells += [t(", ".join(sorted(set(r.findings))) or "-", "red")]
         yield f"{r.trace}\0{r.request_id}\0{r.session}", cells
 
 
@@ -203,26 +242,39 @@ def _row_cells(row: Row) -> list[Text]:
     return [t(when), t(row.kind, TIMELINE_STYLE.get(row.kind, "")), t(label), t(extra)]
 
 
+def fit(lead: str, items: list[str], width: int) -> str:
+    """`lead` and as many whole `items` as fit in `width` columns, then how many did not
+    (no value is ever cut: Enter on the session's row lists them all)."""
+    out = lead
+    for i, item in enumerate(items):
+        more = f" (+{count(len(items) - i)} more)"
+        room = width - (len(f" (+{count(len(items) - i - 1)} more)") if i < len(items) - 1 else 0)
+        if len(out) + 3 + len(item) > room:
+            return out + more
+        out += ("   " if i == 0 else ", ") + item
+    return out
+
+
 def timeline_rows(
     trace: Trace,
     session: Session | None,
     flt: Filter,
     limit: int = 300,
     cells: RowCells | None = None,
-) -> tuple[str, list[tuple[Row, list[Text]]]]:
+) -> tuple[list[str], list[tuple[Row, list[Text]]]]:
     """A session's timeline, merged with its connection's own rows (stderr, tap events,
-    initialize), newest last (the newest `limit`); the head line says how many older rows
-    were folded into counts. `cells` keeps the cells of rows made before."""
+    initialize), newest last (the newest `limit`); the head's items say how many older rows
+    were folded into counts, then the session's updates by kind. `cells` keeps the cells of
+    rows made before."""
     rows = list(trace.stderr.rows) + (list(session.rows) if session else [])
     rows.sort(key=lambda r: (r.seq is None, r.seq or 0))
     if flt.text:
         rows = [r for r in rows if flt.text in r.label or flt.text in r.kind]
     folded = sum(trace.stderr.folded.values()) + (sum(session.folded.values()) if session else 0)
-    head = f"{count(folded)} older rows folded into the counts" if folded else ""
+    head = [f"{counted(folded, 'older row')} folded into the counts"] if folded else []
     counts = session.counts if session else None
     if counts:
-        top = ", ".join(f"{terminal(k)} {count(n)}" for k, n in counts.most_common(6))
-        head = f"{head}; updates: {top}" if head else f"updates: {top}"
+        head += [f"{terminal(k)} {count(n)}" for k, n in counts.most_common()]
     shown = rows[-limit:] if limit else []
     return head, (cells or RowCells())(shown)
 
@@ -250,6 +302,7 @@ HELP = """Keys
   f        findings only (replays and sessions with findings)
   p        pause / resume the screen (the files are still read)
   s        jump to the slowest replay (the largest gap)
-  enter    open the selected timeline row as pretty JSON
+  enter    open the selected timeline row as pretty JSON; on a connection,
+           a session or a replay: its counts
   tab      move between the lists
 Escape closes this and every other window."""

@@ -9,6 +9,7 @@ One CSV holds one table (polars, DuckDB and spreadsheets read one header)."""
 from __future__ import annotations
 
 import io
+import math
 import re
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
@@ -61,6 +62,15 @@ def csv_ids(df: pl.DataFrame) -> pl.DataFrame:
                 .alias(name)
             )
     return df.with_columns(exprs) if exprs else df
+
+
+def rounded_float(value: float) -> float:
+    """One float rounded as `rounded` rounds a column (polars' half-to-even on value * 10^6,
+    the same float), for a JSON value made one at a time (`watch --format jsonl`)."""
+    if not math.isfinite(value) or abs(value) >= 1e15:
+        return value
+    scale = float(10**DECIMALS)
+    return round(value * scale) / scale
 
 
 def rows_json(df: pl.DataFrame) -> list[dict[str, Any]]:
