@@ -1,9 +1,10 @@
 """The gap chart: how long clients wait between the end of the replayed history and the response.
 
-The gap is the replays table's `gap_ms`, measured from what its `gap_source` names: the marker;
-without one (v1 loads, today's agents) a vendor end-of-replay event (claude-agent-acp's
-`jetbrains.air.loadReplayEnd`), and its lane says "no marker: vendor event PATH → response";
-else the last history update, "no marker: last history → response".
+The gap is the replays table's `gap_ms`, measured from what its `gap_source` names, and each
+lane says so in the words of `gap_start`: "replay_complete marker → response"; a vendor
+end-of-replay event (claude-agent-acp's `jetbrains.air.loadReplayEnd`, whatever role the rules
+give it: it is never called a marker) "vendor event PATH → response"; else the last history
+update, "last history update (no marker) → response".
 One lane (row) per agent version and source on a shared axis (logarithmic when the gaps span
 decades), so agents compare at a glance; lanes never overlap, so no colours blend:
 
@@ -47,22 +48,34 @@ from acp_trace.render.plots._labels import RowLabel, row_labels, settle_layout
 MARKER = "marker"
 FALLBACK = "last_history"
 VENDOR = "vendor:"  # the prefix of a vendor event's source, `vendor:PATH`
-SOURCE_TEXT = {MARKER: "marker → response", FALLBACK: "no marker: last history → response"}
+
+
+def gap_start(source: str | None) -> str:
+    """Where a gap starts, named for a person from its `gap_source` (rules.md), in every text
+    that shows one (the charts, the report, the terminal): `replay_complete marker`, `vendor
+    event PATH` (a vendor end-of-replay event is never called a marker, even where it is a v1
+    load's marker for the rules), `last history update (no marker)`; `-` for no gap."""
+    if source is None:
+        return "-"
+    if source == MARKER:
+        return "replay_complete marker"
+    if source.startswith(VENDOR):
+        return f"vendor event {source.removeprefix(VENDOR)}"
+    if source == FALLBACK:
+        return "last history update (no marker)"
+    return source
 
 
 def source_text(source: str) -> str:
-    """What a lane's gap is measured from, for its label."""
-    if source.startswith(VENDOR):
-        return f"no marker: vendor event {source.removeprefix(VENDOR)} → response"
-    return SOURCE_TEXT.get(source, source)
+    """What a lane's gap is measured from, for its label: `vendor event PATH → response`."""
+    return f"{gap_start(source)} → response"
 
 
 HEADING = "Replay gap: end of the replayed history → response"
 X_LABEL = "gap (ms)"
 SUBTITLE = (
-    "from the replay_complete marker to the response;\n"
-    "in lanes marked “no marker”, from the vendor event the lane names,\n"
-    "else from the last replayed history update"
+    "from what each lane names: the replay_complete marker,\n"
+    "else a vendor end-of-replay event, else the last replayed history update"
 )
 PERCENTILE_STYLE = {50: "-", 90: "--", 99: ":"}
 MIN_REPLAYS = {50: 4, 90: 10, 99: 100}  # below this, the percentile is (nearly) the max
@@ -79,7 +92,7 @@ MIN_BAR = 0.04  # a bin with any replay is at least this fraction of the band ta
 
 @dataclass(frozen=True)
 class Lane:
-    """The gaps of one agent version from one source (marker or last history update)."""
+    """The gaps of one agent version from one source (`gap_source`)."""
 
     agent: str
     source: str

@@ -297,9 +297,9 @@ def replays_table(
     if "gap_ms" in shown:
         notes.append(
             "gap ms: to the response from what gap source names: the replay_complete marker "
-            "(marker), else a vendor end-of-replay event (vendor:PATH, such as "
-            "claude-agent-acp's jetbrains.air.loadReplayEnd), else the last history update "
-            "(last_history)."
+            "(marker), else the vendor end-of-replay event PATH (vendor:PATH, such as "
+            "claude-agent-acp's jetbrains.air.loadReplayEnd: a vendor event, never a marker), "
+            "else the last history update (last_history)."
         )
     if not (columns or wide):
         notes.append("More columns: --wide, or --columns NAME,... (names as in --format csv).")
