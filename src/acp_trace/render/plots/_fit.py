@@ -64,7 +64,7 @@ def _on_canvas(text: Text, renderer: RendererBase) -> bool:
     corners = (box.x0, box.x1, box.y0, box.y1)
     if not all(math.isfinite(c) for c in corners):
         return False
-    return box.x1 > -w and box.x0 < 2 * w and box.y1 > -h and box.y0 < 2 * h
+    return bool(box.x1 > -w and box.x0 < 2 * w and box.y1 > -h and box.y0 < 2 * h)
 
 
 def fit(value: str, like: Text, renderer: RendererBase, room: float) -> str:
