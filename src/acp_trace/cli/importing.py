@@ -27,7 +27,8 @@ def import_(
     ],
     source_format: From = None,
 ) -> None:
-    """Convert other ACP captures (bare JSON-RPC, Zed log, conductor, inspector) to trace v1.
+    """Convert other ACP captures to trace v1: jsonrpc (bare JSON-RPC), zed (Zed's ACP log),
+    conductor, inspector (ACP Inspector), thinkwell, acpx, vibe (mistral-vibe) or acp-devtools.
 
     Imported traces hold message contents: they are written 0600 (new directories 0700).
     """
