@@ -150,7 +150,7 @@ def demo_client(
         ),
     ] = False,
 ) -> None:
-    """Drive an agent: initialize (--air: JetBrains AIR's end-of-replay capability),
+    """Drive an agent: initialize (--air: JetBrains AIR's capability for an end of replay),
     session/new or --session, a --prompt, N replaying resumes (--cursor) or loads; answer its
     permission requests; --save and --save-sent keep the bytes, --summary a line a request."""
     import os

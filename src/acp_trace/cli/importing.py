@@ -27,8 +27,7 @@ def import_(
     ],
     source_format: From = None,
 ) -> None:
-    """Convert other ACP captures to trace v1: jsonrpc (bare JSON-RPC), zed (Zed's ACP log),
-    conductor, inspector (ACP Inspector), thinkwell, acpx, vibe (mistral-vibe) or acp-devtools.
+    """Convert captures of other tools, in any format --from names, to trace v1.
 
     Imported traces hold message contents: they are written 0600 (new directories 0700).
     """
