@@ -79,3 +79,22 @@ def test_replays_of_a_v1_vendor_load_show_the_vendor_source(
     assert not any(" marker " in row for row in rows)
     data = orjson.loads(cli("replays", str(V1_AIR), "--format", "json").out)
     assert {r["gap_source"] for r in data} == {"vendor:jetbrains.air.loadReplayEnd"}
+
+
+def test_only_gap_start_turns_a_gap_source_into_words() -> None:
+    """No module of render/ or cli/ but render/gap_source.py spells a source out itself (no
+    `removeprefix("vendor:")`, no "no marker:" text of its own)."""
+    from testpaths import ROOT
+
+    src = ROOT / "src" / "acp_trace"
+    found = [
+        str(path.relative_to(src))
+        for folder in ("render", "cli")
+        for path in sorted((src / folder).rglob("*.py"))
+        if path.name != "gap_source.py"
+        and any(
+            needle in path.read_text()
+            for needle in ('removeprefix("vendor:")', "removeprefix('vendor:')", "no marker:")
+        )
+    ]
+    assert found == []

@@ -28,6 +28,7 @@ from matplotlib.figure import Figure
 from numpy.typing import NDArray
 
 from acp_trace.quantities import count, duration
+from acp_trace.render.gap_source import FALLBACK, MARKER, VENDOR, gap_start
 from acp_trace.render.plots._common import (
     LABEL_SIZE,
     PERCENTILES,
@@ -45,25 +46,7 @@ from acp_trace.render.plots._common import (
 )
 from acp_trace.render.plots._labels import RowLabel, row_labels, settle_layout
 
-MARKER = "marker"
-FALLBACK = "last_history"
-VENDOR = "vendor:"  # the prefix of a vendor event's source, `vendor:PATH`
-
-
-def gap_start(source: str | None) -> str:
-    """Where a gap starts, named for a person from its `gap_source` (rules.md), in every text
-    that shows one (the charts, the report, the terminal): `replay_complete marker`, `vendor
-    event PATH` (a vendor end-of-replay event is never called a marker, even where it is a v1
-    load's marker for the rules), `last history update (no marker)`; `-` for no gap."""
-    if source is None:
-        return "-"
-    if source == MARKER:
-        return "replay_complete marker"
-    if source.startswith(VENDOR):
-        return f"vendor event {source.removeprefix(VENDOR)}"
-    if source == FALLBACK:
-        return "last history update (no marker)"
-    return source
+__all__ = ["FALLBACK", "MARKER", "VENDOR", "gap_start"]
 
 
 def source_text(source: str) -> str:
