@@ -98,3 +98,14 @@ def test_only_gap_start_turns_a_gap_source_into_words() -> None:
         )
     ]
     assert found == []
+
+
+def test_the_sample_traces_gap_lanes_are_whole_once_saved(tmp_path: Path) -> None:
+    """Quickstart's gap chart: every lane's label survives `save` uncut, the agent named
+    without its npm scope and the vendor event by its whole path."""
+    fig = plots.gap(analyze(SAMPLES))
+    plots.save(fig, tmp_path / "gap.png")
+    fig.canvas.draw()
+    lanes = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert not any("…" in lane or "@" in lane for lane in lanes), lanes
+    assert "claude-agent-acp 0.101.0 · 3 replays\n" + EVENT + " → response" in lanes

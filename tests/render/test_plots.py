@@ -176,7 +176,7 @@ def test_gap_of_one_replay_is_one_labelled_value_on_a_plain_ms_axis(tmp_path: Pa
     assert ticks and all(PLAIN_TICK.match(t) for t in ticks), ticks
     assert "1,200" in ticks
     assert ax.xaxis.get_offset_text().get_text() == ""
-    assert lanes(fig) == ["agent-a 1.0\nlast history update (no marker) → response · 1 replay"]
+    assert lanes(fig) == ["agent-a 1.0 · 1 replay\nlast history update (no marker) → response"]
     values = [t for t in gid_prefix(fig, "value:") if isinstance(t, Text)]
     assert [t.get_text() for t in values] == [plots_ms(value)]
     assert gid_prefix(fig, "p50") == [] and gid_prefix(fig, "max-label") == []
@@ -245,7 +245,7 @@ def test_gap_of_a_thousand_replays_is_a_histogram_of_equal_narrow_bins(tmp_path:
         (line,) = by_gid(fig, f"p{q}:{lane}", Line2D)
         assert line.get_xdata()[0] == pytest.approx(values.quantile(q / 100, "linear"))
     assert "1,000 replays" in fig.get_suptitle()
-    assert lanes(fig) == ["agent-a 1.0\nreplay_complete marker → response · 1,000 replays"]
+    assert lanes(fig) == ["agent-a 1.0 · 1,000 replays\nreplay_complete marker → response"]
     assert_labels_apart(fig)
 
 
@@ -269,7 +269,7 @@ def test_gap_agents_four_decades_apart_get_a_lane_each_on_a_log_axis(
     assert ax.get_xscale() == "log"
     assert {"1", "10", "100", "1,000"} <= set(tick_texts(ax))
     names = ["fast-agent 1.0", "mid-agent 1.0", "slow-agent 1.0"]
-    assert [lane.split("\n")[0] for lane in lanes(fig)] == names
+    assert [lane.split("\n")[0].split(" · ")[0] for lane in lanes(fig)] == names
     colours = set()
     for index, agent in enumerate(names):
         lane = f"{agent} · replay_complete marker → response"
@@ -320,7 +320,7 @@ def test_gap_falls_back_to_last_history_and_says_so(tmp_path: Path) -> None:
     v1_trace(tmp_path / "v1.jsonl", [80, 120, 100, 90])
     a = analyze(tmp_path)
     fig = plots.gap(a)
-    assert lanes(fig) == ["agent-v1 0.1\nlast history update (no marker) → response · 4 replays"]
+    assert lanes(fig) == ["agent-v1 0.1 · 4 replays\nlast history update (no marker) → response"]
     (p50,) = by_gid(fig, "p50:agent-v1 0.1 · last history update (no marker) → response", Line2D)
     assert p50.get_xdata()[0] == pytest.approx(a.replays["last_history_to_response_ms"].median())
     assert "else the last replayed history update" in axes_of(fig)[0].get_title()
@@ -402,7 +402,7 @@ def test_ordering_only_traces_are_left_out_with_a_note(tmp_path: Path) -> None:
     ordering_only(b, tmp_path / "untimed.jsonl")
     a = analyze(tmp_path)
     gap_fig = plots.gap(a)
-    assert lanes(gap_fig) == ["agent-a 1.0\nreplay_complete marker → response · 2 replays"]
+    assert lanes(gap_fig) == ["agent-a 1.0 · 2 replays\nreplay_complete marker → response"]
     for fig in (gap_fig, plots.replay(a), plots.latency(a)):
         notes = [t.get_text().splitlines()[0] for t in by_gid(fig, "note", Text)]
         assert notes == ["1 ordering-only trace left out: it has no timestamps."]

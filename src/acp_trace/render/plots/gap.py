@@ -34,7 +34,7 @@ from acp_trace.render.plots._common import (
     PERCENTILES,
     TICK_SIZE,
     add_note,
-    agent_label,
+    agent_labels,
     axis_labels,
     blank_figure,
     empty_figure,
@@ -88,7 +88,7 @@ class Lane:
     @property
     def label(self) -> str:
         n = self.values.size
-        return f"{self.agent}\n{source_text(self.source)} · {count(n)} {plural(n, 'replay')}"
+        return f"{self.agent} · {count(n)} {plural(n, 'replay')}\n{source_text(self.source)}"
 
 
 def with_gap(replays: pl.DataFrame, untimed: Sequence[str] = ()) -> pl.DataFrame:
@@ -121,8 +121,9 @@ def lanes_of(gaps: pl.DataFrame) -> list[Lane]:
         gaps.group_by(keys, maintain_order=True),
         key=lambda g: (natural(str(g[0][0] or "")), natural(str(g[0][1] or "")), g[0][2]),
     )
+    names = agent_labels((agent, version) for (agent, version, _), _ in groups)
     return [
-        Lane(agent_label(agent, version), str(source), np.sort(part["gap_ms"].to_numpy()))
+        Lane(names[(agent, version)], str(source), np.sort(part["gap_ms"].to_numpy()))
         for (agent, version, source), part in groups
     ]
 
