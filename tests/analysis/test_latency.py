@@ -312,3 +312,27 @@ def test_a_hash_collision_of_sessions_costs_time_not_a_wrong_chunk(
     got = collect_turns(a.timeline, a.facts)
     want = _walk(a.timeline, a.facts)
     assert [astuple(t) for t in got.turns] == [astuple(t) for t in want.turns]
+
+
+def _turn_rows(*turns: tuple[float | None, float | None, float]) -> pl.DataFrame:
+    """A turns table of one agent: (first_chunk_ms, acceptance_ms, end_ms) per turn."""
+    from acp_trace.analysis.latency import TURN_SCHEMA
+
+    rows = [
+        ("t", "s", "agent", "1.0", 2, i, first, accepted, end, end, "end_turn")
+        for i, (first, accepted, end) in enumerate(turns)
+    ]
+    return pl.DataFrame(rows, schema=TURN_SCHEMA, orient="row")
+
+
+@pytest.mark.parametrize("by", ["method", "agent", "trace"])
+def test_turn_phases_are_in_the_order_they_happen_in_a_turn(by: str) -> None:
+    """Four quick turns with no chunk and one slow turn whose acceptance then first chunk come
+    long after the quick ends: the rows are acceptance, first chunk, end (the order inside a
+    turn), not by p50 (which puts the end, 1 ms, before the chunk, 100 ms)."""
+    from acp_trace.analysis.latency import turn_phases
+
+    turns = _turn_rows(*[(None, None, 1.0)] * 4, (100.0, 50.0, 101.0))
+    phases = turn_phases(turns, by)
+    assert phases["phase"].to_list() == ["acceptance_ms", "first_chunk_ms", "end_ms"]
+    assert phases["count"].to_list() == [1, 1, 5]

@@ -59,7 +59,8 @@ def _v2_resume(event: bool = True, marker: bool = False, stderr: bool = False) -
 
 def test_v1_event_is_the_marker(tmp_path: Path) -> None:
     """In a v1 load the AIR event is the load's marker: timings filled, v1 outcome kept, the
-    event counted neither as history nor live."""
+    event counted neither as history nor live, and the gap's source named as the vendor
+    event (`vendor:PATH`, rules.md: a vendor event is never called a marker)."""
     row = _row(_v1_load(), tmp_path)
     assert row["outcome"] == "v1_loaded"
     assert (row["marker_ms"], row["vendor_marker_ms"], row["marker_to_response_ms"]) == (
@@ -67,7 +68,7 @@ def test_v1_event_is_the_marker(tmp_path: Path) -> None:
         12.0,
         800.0,
     )
-    assert (row["gap_ms"], row["gap_source"]) == (800.0, "marker")
+    assert (row["gap_ms"], row["gap_source"]) == (800.0, "vendor:jetbrains.air.loadReplayEnd")
     assert (row["history_updates"], row["live_updates"]) == (2, 0)
     assert row["last_history_to_response_ms"] == 802.0
 

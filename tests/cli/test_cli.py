@@ -92,7 +92,7 @@ CASES = {
     "rules": (["rules"], 0),
 }
 # Outputs fitted to the terminal have a golden file per width; the others are the same at both.
-BY_WIDTH = {"replays", "replays-columns", "latency"}
+BY_WIDTH = {"replays", "replays-columns", "latency", "summary", "check", "check-warnings"}
 
 
 @pytest.mark.parametrize("width", [80, 200])

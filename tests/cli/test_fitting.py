@@ -40,7 +40,9 @@ def body(out: str) -> list[str]:
     rule = next(i for i, line in enumerate(lines) if line and set(line) == {"-"})
     rows = []
     for line in lines[rule + 1 :]:
-        if not line.strip() or not line.startswith(("@", "acp", "agent", "0198", "init", "sess")):
+        if not line.strip() or not line.startswith(
+            ("@", "acp", "agent", "0198", "init", "sess", "claude")
+        ):
             break
         rows.append(line)
     return rows
@@ -50,8 +52,8 @@ def body(out: str) -> list[str]:
 def test_replays_at_a_terminal_shorten_ids_and_names_on_one_line(
     cli: Cli, tmp_path: Path, width: int
 ) -> None:
-    """Each replay is one line that fits; the agent and the session are shortened with an
-    ellipsis, the session's end kept so the three stay apart."""
+    """Each replay is one line that fits; the agent is named without its npm scope, whole,
+    and the session is shortened with an ellipsis, its end kept so the three stay apart."""
     long_names(tmp_path / "t.jsonl")
     out = cli("replays", "t.jsonl", width=width).out
     assert max(map(len, out.splitlines())) <= width
@@ -59,7 +61,7 @@ def test_replays_at_a_terminal_shorten_ids_and_names_on_one_line(
     assert len(rows) == 3
     for row, end in zip(rows, ("202", "203", "201"), strict=True):
         agent, _version, session = row.split()[:3]
-        assert AGENT.startswith(agent.split("…")[0]) and AGENT.endswith(agent.split("…")[-1])
+        assert agent == "claude-agent-acp"
         assert session.endswith(end)
     if width == 80:
         assert "…" in rows[0]

@@ -125,5 +125,5 @@ def test_recorded_demo_gap_comes_from_the_event(tmp_path: Path) -> None:
     assert (v2["outcome"], v2["gap_source"]) == ("unmarked", "vendor:jetbrains.air.loadReplayEnd")
     assert v2["gap_ms"] >= 50
     v1 = acp_trace.replays(tmp_path / "v1.jsonl").row(0, named=True)
-    assert (v1["outcome"], v1["gap_source"]) == ("v1_loaded", "marker")
+    assert (v1["outcome"], v1["gap_source"]) == ("v1_loaded", "vendor:jetbrains.air.loadReplayEnd")
     assert v1["marker_ms"] == v1["vendor_marker_ms"] and v1["gap_ms"] >= 50

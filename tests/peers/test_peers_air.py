@@ -46,7 +46,9 @@ def test_v1_loads_end_with_the_air_event(record_peer: RecordPeer) -> None:
     assert [r["outcome"] for r in rows] == ["v1_loaded", "v1_loaded"]
     for row in rows:
         assert row["marker_ms"] is not None and row["marker_ms"] == row["vendor_marker_ms"]
-        assert row["gap_source"] == "marker" and row["gap_ms"] == row["marker_to_response_ms"]
+        assert (
+            row["gap_source"] == f"vendor:{AIR}" and row["gap_ms"] == row["marker_to_response_ms"]
+        )
         assert row["history_updates"] == len(history(window)) == 2 * TURNS
     assert not rules_found(run) & MARKER_RULES
     # claude-agent-acp's available_commands_update can land right after the second load's

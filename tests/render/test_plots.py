@@ -176,7 +176,7 @@ def test_gap_of_one_replay_is_one_labelled_value_on_a_plain_ms_axis(tmp_path: Pa
     assert ticks and all(PLAIN_TICK.match(t) for t in ticks), ticks
     assert "1,200" in ticks
     assert ax.xaxis.get_offset_text().get_text() == ""
-    assert lanes(fig) == ["agent-a 1.0\nno marker: last history → response · 1 replay"]
+    assert lanes(fig) == ["agent-a 1.0 · 1 replay\nlast history update (no marker) → response"]
     values = [t for t in gid_prefix(fig, "value:") if isinstance(t, Text)]
     assert [t.get_text() for t in values] == [plots_ms(value)]
     assert gid_prefix(fig, "p50") == [] and gid_prefix(fig, "max-label") == []
@@ -197,7 +197,7 @@ def test_gap_of_two_close_replays_labels_both_apart(tmp_path: Path) -> None:
     fig = plots.gap(analyze(gap_trace(tmp_path / "t.jsonl", [1359.0, 1361.0])))
     (dots,) = [d for d in gid_prefix(fig, "dots:") if isinstance(d, PathCollection)]
     assert len(dots.get_offsets()) == 2
-    texts_ = [t for t, _ in label_boxes(fig)["agent-a 1.0 · marker → response"]]
+    texts_ = [t for t, _ in label_boxes(fig)["agent-a 1.0 · replay_complete marker → response"]]
     assert texts_ == ["1,359 ms", "1,361 ms"]
     assert_labels_apart(fig)
     assert gid_prefix(fig, "p50") == []
@@ -209,7 +209,7 @@ def test_gap_of_thirty_replays_is_dots_with_p50_p90_and_max(tmp_path: Path) -> N
     gaps = many_gaps(30, 800.0)
     a = analyze(gap_trace(tmp_path / "t.jsonl", gaps))
     fig = plots.gap(a)
-    lane = "agent-a 1.0 · marker → response"
+    lane = "agent-a 1.0 · replay_complete marker → response"
     (dots,) = by_gid(fig, f"dots:{lane}", PathCollection)
     assert len(dots.get_offsets()) == 30
     values = a.replays["marker_to_response_ms"]
@@ -232,7 +232,7 @@ def test_gap_of_a_thousand_replays_is_a_histogram_of_equal_narrow_bins(tmp_path:
     a = analyze(gap_trace(tmp_path / "t.jsonl", gaps))
     fig = plots.gap(a)
     (ax,) = axes_of(fig)
-    lane = "agent-a 1.0 · marker → response"
+    lane = "agent-a 1.0 · replay_complete marker → response"
     (hist,) = by_gid(fig, f"hist:{lane}", StepPatch)
     edges = ax.xaxis.get_transform().transform(hist.get_data().edges)
     low, high = ax.xaxis.get_transform().transform(np.array(ax.get_xlim()))
@@ -245,7 +245,7 @@ def test_gap_of_a_thousand_replays_is_a_histogram_of_equal_narrow_bins(tmp_path:
         (line,) = by_gid(fig, f"p{q}:{lane}", Line2D)
         assert line.get_xdata()[0] == pytest.approx(values.quantile(q / 100, "linear"))
     assert "1,000 replays" in fig.get_suptitle()
-    assert lanes(fig) == ["agent-a 1.0\nmarker → response · 1,000 replays"]
+    assert lanes(fig) == ["agent-a 1.0 · 1,000 replays\nreplay_complete marker → response"]
     assert_labels_apart(fig)
 
 
@@ -269,10 +269,10 @@ def test_gap_agents_four_decades_apart_get_a_lane_each_on_a_log_axis(
     assert ax.get_xscale() == "log"
     assert {"1", "10", "100", "1,000"} <= set(tick_texts(ax))
     names = ["fast-agent 1.0", "mid-agent 1.0", "slow-agent 1.0"]
-    assert [lane.split("\n")[0] for lane in lanes(fig)] == names
+    assert [lane.split("\n")[0].split(" · ")[0] for lane in lanes(fig)] == names
     colours = set()
     for index, agent in enumerate(names):
-        lane = f"{agent} · marker → response"
+        lane = f"{agent} · replay_complete marker → response"
         data = gid_prefix(fig, f"dots:{lane}") + gid_prefix(fig, f"hist:{lane}")
         assert len(data) == 1
         colours.add(to_hex(data[0].get_facecolor() if n > 100 else data[0].get_facecolors()[0]))
@@ -308,22 +308,22 @@ def test_gap_labels_that_read_the_same_are_one(
     """Percentiles and max that read the same share one label; close ones sit side by side,
     apart, each marked at its value."""
     fig = plots.gap(analyze(gap_trace(tmp_path / "t.jsonl", gaps)))
-    boxes = label_boxes(fig)["agent-a 1.0 · marker → response"]
+    boxes = label_boxes(fig)["agent-a 1.0 · replay_complete marker → response"]
     assert sorted(t for t, _ in boxes) == sorted(labels)
-    assert len(by_gid(fig, "p90:agent-a 1.0 · marker → response", Line2D)) == 1
+    assert len(by_gid(fig, "p90:agent-a 1.0 · replay_complete marker → response", Line2D)) == 1
     assert_labels_apart(fig)
 
 
 def test_gap_falls_back_to_last_history_and_says_so(tmp_path: Path) -> None:
     """Replays without a marker use last_history_to_response_ms, in a lane that says
-    "no marker: last history → response"; a marked lane of the same agent stays apart."""
+    "last history update (no marker) → response"; a marked lane of the same agent stays apart."""
     v1_trace(tmp_path / "v1.jsonl", [80, 120, 100, 90])
     a = analyze(tmp_path)
     fig = plots.gap(a)
-    assert lanes(fig) == ["agent-v1 0.1\nno marker: last history → response · 4 replays"]
-    (p50,) = by_gid(fig, "p50:agent-v1 0.1 · no marker: last history → response", Line2D)
+    assert lanes(fig) == ["agent-v1 0.1 · 4 replays\nlast history update (no marker) → response"]
+    (p50,) = by_gid(fig, "p50:agent-v1 0.1 · last history update (no marker) → response", Line2D)
     assert p50.get_xdata()[0] == pytest.approx(a.replays["last_history_to_response_ms"].median())
-    assert "from the last replayed history update" in axes_of(fig)[0].get_title()
+    assert "else the last replayed history update" in axes_of(fig)[0].get_title()
 
 
 def test_gap_shows_at_most_ten_lanes_and_says_what_it_left_out(tmp_path: Path) -> None:
@@ -402,7 +402,7 @@ def test_ordering_only_traces_are_left_out_with_a_note(tmp_path: Path) -> None:
     ordering_only(b, tmp_path / "untimed.jsonl")
     a = analyze(tmp_path)
     gap_fig = plots.gap(a)
-    assert lanes(gap_fig) == ["agent-a 1.0\nmarker → response · 2 replays"]
+    assert lanes(gap_fig) == ["agent-a 1.0 · 2 replays\nreplay_complete marker → response"]
     for fig in (gap_fig, plots.replay(a), plots.latency(a)):
         notes = [t.get_text().splitlines()[0] for t in by_gid(fig, "note", Text)]
         assert notes == ["1 ordering-only trace left out: it has no timestamps."]
@@ -437,7 +437,7 @@ def test_replay_has_one_lane_per_session_and_the_gap_of_each(tmp_path: Path) -> 
         assert len(by_gid(ax, f"lane:{session}", Line2D)) == 1
         row = a.replays.filter(pl.col("session") == session)
         gap = by_gid(fig, f"gap:{session}", Text)[0]
-        assert gap.get_text().startswith("gap ")
+        assert gap.get_text().startswith("replay_complete marker → response ")
         assert number(gap.get_text()) == pytest.approx(row["marker_to_response_ms"][0], abs=0.51)
     assert by_gid(fig, "lane:quick", Line2D) == []
 
@@ -558,11 +558,11 @@ def test_replay_can_be_chosen_by_trace_when_session_ids_repeat(tmp_path: Path) -
 
 
 def test_replay_without_marker_annotates_the_last_history_gap(tmp_path: Path) -> None:
-    """An unmarked replay's lane shows "no marker: last history → response" with that gap."""
+    """An unmarked replay's lane shows "last history update (no marker) → response" with that gap."""
     a = analyze(gap_trace(tmp_path / "t.jsonl", [333.0], marker=False))
     fig = plots.replay(a)
     gap = by_gid(fig, "gap:s0", Text)[0].get_text()
-    assert gap.startswith("no marker: last history → response")
+    assert gap.startswith("last history update (no marker) → response")
     assert number(gap) == pytest.approx(a.replays["last_history_to_response_ms"][0], abs=0.51)
 
 
@@ -604,7 +604,7 @@ def test_replay_of_the_sample_traces_is_the_slowest_and_a_real_agent_can_be_chos
     fig = plots.replay(a, trace="claude-agent-acp-v2-resume.jsonl")
     row = a.replays.filter(pl.col("trace").str.ends_with("claude-agent-acp-v2-resume.jsonl"))
     (gap,) = by_gid(fig, f"gap:{row['session'][0]}", Text)
-    assert gap.get_text().startswith("no marker: last history → response")
+    assert gap.get_text().startswith("last history update (no marker) → response")
     assert number(gap.get_text()) == pytest.approx(row["last_history_to_response_ms"][0], abs=0.51)
 
 

@@ -174,7 +174,8 @@ def test_report_puts_the_key_facts_first_and_the_replay_table_last(tmp_path: Pat
     good = a.replays.filter(pl.col("agent") == "good-agent")["marker_to_response_ms"]
     p50, top = cell(good.quantile(0.5, "linear")), cell(good.max())
     assert (
-        f"| {p50} | - | {top} | good-agent | 2.0 | marker | - | 2 | complete 2 | 1 | v2 |" in text
+        f"| {p50} | - | {top} | good-agent | 2.0 | replay\\_complete marker | - | 2 | complete 2 | 1 | v2 |"
+        in text
     )
     findings = a.findings()
     counts = {s: findings.filter(pl.col("severity") == s).height for s in ("error", "warning")}
@@ -229,8 +230,8 @@ def test_the_gap_table_names_the_largest_phase_inside_a_gap(tmp_path: Path) -> N
     expected = f"sdk-initialize {ms(in_gap)} of {ms(gap)}"
     files = write_report(a, tmp_path / "out")
     rows = {line.split(" | ")[3]: line for line in md_tables(files.markdown.read_text())[0][2:]}
-    assert f"| last history (no marker) | {expected} | 2 |" in rows["claude-agent-acp"]
-    assert "| marker | - | 1 |" in rows["quiet-agent"]
+    assert f"| last history update (no marker) | {expected} | 2 |" in rows["claude-agent-acp"]
+    assert "| replay\\_complete marker | - | 1 |" in rows["quiet-agent"]
     html = files.html.read_text()
     assert f"<td>{expected}</td>" in html
 

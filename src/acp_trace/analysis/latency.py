@@ -125,8 +125,8 @@ def _rows_timed(turns: list[Turn]) -> Iterator[int | None]:
 
 def turn_phases(turns: pl.DataFrame, by: str = "method") -> pl.DataFrame:
     """p50/p90/p99/max of each prompt-turn phase, grouped like request_latency, the phases of
-    a group in the order they happen: by their p50 (a phase no turn reached last), ties in
-    PHASE_ORDER."""
+    a group in the order they happen inside its turns (`phase_order`), not by their p50: a
+    phase that only slow turns reach would otherwise come after the end of the quick ones."""
     keys = [k for k in GROUPS[by] if k != "method"]
     phases = list(PHASE_ORDER)
     long = turns.unpivot(
@@ -136,22 +136,38 @@ def turn_phases(turns: pl.DataFrame, by: str = "method") -> pl.DataFrame:
         value_name="ms",
     )
     group = [*keys, "phase"]
-    return (
-        long.group_by(group)
-        .agg(
-            pl.col("ms").count().alias("count"),
-            pl.col("ms").quantile(0.5, "linear").alias("p50_ms"),
-            pl.col("ms").quantile(0.9, "linear").alias("p90_ms"),
-            pl.col("ms").quantile(0.99, "linear").alias("p99_ms"),
-            pl.col("ms").max().alias("max_ms"),
-        )
-        .sort(
-            *keys,
-            "p50_ms",
-            pl.col("phase").replace_strict(PHASE_ORDER, return_dtype=pl.Int64),
-            nulls_last=True,
-        )
+    stats = long.group_by(group).agg(
+        pl.col("ms").count().alias("count"),
+        pl.col("ms").quantile(0.5, "linear").alias("p50_ms"),
+        pl.col("ms").quantile(0.9, "linear").alias("p90_ms"),
+        pl.col("ms").quantile(0.99, "linear").alias("p99_ms"),
+        pl.col("ms").max().alias("max_ms"),
     )
+    ranks = phase_order(turns, keys)
+    return (
+        stats.join(ranks, on=group, how="left", nulls_equal=True)
+        .sort(*keys, "rank", nulls_last=True)
+        .drop("rank")
+    )
+
+
+def phase_order(turns: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """Per group of `keys`, each phase's place in a turn (`rank`, 0 first): a phase comes
+    before another when it does so in most turns that reached both; phases never seen
+    together keep PHASE_ORDER (a phase no turn reached last)."""
+    phases = list(PHASE_ORDER)
+    pairs = [(x, y) for x in phases for y in phases if x != y]
+    before = [(pl.col(x) < pl.col(y)).fill_null(False).sum().alias(f"{x}<{y}") for x, y in pairs]
+    seen = [pl.col(x).is_not_null().sum().alias(x) for x in phases]
+    rows = []
+    grouped = turns.group_by(keys).agg(*before, *seen) if keys else turns.select(*before, *seen)
+    for r in grouped.iter_rows(named=True):
+        wins = {x: sum(r[f"{x}<{y}"] > r[f"{y}<{x}"] for y in phases if y != x) for x in phases}
+        order = sorted(phases, key=lambda x: (r[x] == 0, -wins[x], PHASE_ORDER[x]))
+        rows += [{**{k: r[k] for k in keys}, "phase": x, "rank": i} for i, x in enumerate(order)]
+    schema: dict[str, Any] = {k: turns.schema[k] for k in keys}
+    schema.update(phase=pl.String, rank=pl.Int64)
+    return pl.DataFrame(rows, schema=schema)
 
 
 # The prompt-turn phases, in the order a table lists those that tie: the agent's first chunk,

@@ -20,7 +20,7 @@ from acp_trace.cli.app import (
     app,
     exit_if_failed,
 )
-from acp_trace.cli.terminal import Kind, colour, emit, emit_table, width
+from acp_trace.cli.terminal import Kind, colour, emit, emit_table, emit_wrapped, width, wrapped
 
 if TYPE_CHECKING:
     import polars as pl
@@ -54,7 +54,7 @@ def summary(
     if fmt == "json":
         emit(frames({"traces": table, "skipped": skipped}, "json"), "json")
     else:
-        emit(format_summary(table, skipped))
+        emit_wrapped(format_summary(table, skipped))
 
 
 @app.command()
@@ -205,7 +205,9 @@ def check(
     findings = a.findings(rule, min_severity, schema=schema)
     text = render.check_output(a, findings, fmt)
     if fmt == "text" and colour():
-        emit(coloured_severities(text), "styled")
+        emit(coloured_severities(wrapped(text, width())), "styled")
+    elif fmt == "text":
+        emit_wrapped(text)
     else:
         emit(text, CHECK_KINDS[fmt])
     exit_if_failed(a)
@@ -277,7 +279,8 @@ def latency(
     """Request-to-response latency per method (agents apart), and prompt-turn phases."""
     from acp_trace.analysis.latency import turn_phases
     from acp_trace.render import report as render
-    from acp_trace.render.report.sections_text import latency_sections, sectioned
+    from acp_trace.render.report.sections_text import latency_sections, narrow_latency, sectioned
+    from acp_trace.render.report.tables import fits, left_out_note, readable_agents
 
     csv_only(spreadsheet, fmt)
     a = analyze_tables(
@@ -292,13 +295,20 @@ def latency(
         emit(render.frames({only: tables[only]} if only else tables, fmt), "json")
     else:
         fold = ("method", "agent", "trace", "phase")
+        if not fits(requests.drop("method", strict=False), width()):  # a terminal too narrow
+            requests, phases = readable_agents(requests), readable_agents(phases)
         shown, keys = latency_sections(requests, by)
+        shown, dropped = narrow_latency(shown, keys, width())
         if only != "prompt_turns":
             emit_table(sectioned(shown, keys, fold=fold, width=width()))
         if phases.height and only != "requests":
             emit("\nprompt turns (ms from the request, phases in the order they happen):\n")
             shown, keys = latency_sections(phases, by)
+            shown, more = narrow_latency(shown, keys, width())
+            dropped += [c for c in more if c not in dropped]
             emit_table(sectioned(shown, keys, fold=fold, width=width()))
+        for line in left_out_note(dropped, width(), "a wider terminal, or --format json|csv"):
+            emit(line + "\n")
     exit_if_failed(a)
 
 

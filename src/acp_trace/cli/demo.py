@@ -150,7 +150,9 @@ def demo_client(
         ),
     ] = False,
 ) -> None:
-    """Drive an agent: initialize, session/new (or --session), prompt, N resumes or loads."""
+    """Drive an agent: initialize (--air: JetBrains AIR's capability for an end of replay),
+    session/new or --session, a --prompt, N replaying resumes (--cursor) or loads; answer its
+    permission requests; --save and --save-sent keep the bytes, --summary a line a request."""
     import os
 
     from acp_trace.demo import client

@@ -47,7 +47,9 @@ def diff(
     marker_meta: MarkerMeta = None,
     source_format: From = None,
 ) -> None:
-    """Compare two sets of traces; exit 1 when a regression is flagged (options go before BASE)."""
+    """Compare two sets of traces: replay gap and request latency (p50, p90) per agent version
+    and method with a bootstrap interval, outcome flips, findings new and gone; exit 1 on a
+    regression (options go before BASE)."""
     from acp_trace.analysis.diff import DiffOptions, parse_threshold
     from acp_trace.analysis.diff import diff as compare
     from acp_trace.errors import UsageError

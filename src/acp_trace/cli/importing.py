@@ -27,7 +27,7 @@ def import_(
     ],
     source_format: From = None,
 ) -> None:
-    """Convert other ACP captures (bare JSON-RPC, Zed log, conductor, inspector) to trace v1.
+    """Convert captures of other tools, in any format --from names, to trace v1.
 
     Imported traces hold message contents: they are written 0600 (new directories 0700).
     An existing file is replaced only when an earlier import wrote it (never a recording).

@@ -61,6 +61,39 @@ def emit(text: str, kind: Kind = "text") -> None:
     sys.stdout.flush()
 
 
+def wrapped(text: str, columns: int | None) -> str:
+    """`text` with each line longer than `columns` wrapped at spaces, its continuation lines
+    indented two more than it; a word longer than the line (an id, a path) stays whole, on a
+    line of its own. Unchanged when `columns` is None (a pipe or a file)."""
+    import textwrap
+
+    if columns is None:
+        return text
+    out = []
+    for line in text.split("\n"):
+        if len(line) <= columns:
+            out.append(line)
+            continue
+        indent = line[: len(line) - len(line.lstrip(" "))]
+        out.extend(
+            textwrap.wrap(
+                line.lstrip(" "),
+                columns,
+                initial_indent=indent,
+                subsequent_indent=indent + "  ",
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
+        )
+    return "\n".join(out)
+
+
+def emit_wrapped(text: str, kind: Kind = "text") -> None:
+    """`emit` of prose (summary, check): on a terminal, its long lines wrapped at spaces
+    (`wrapped`) rather than by the terminal in the middle of a word."""
+    emit(wrapped(text, width()), kind)
+
+
 def emit_table(renderable: RenderableType, *, fit: bool = True) -> None:
     """Render a rich table (or group) at the terminal's width (`fit`) or as wide as it is
     (not `fit`, or stdout is no terminal)."""

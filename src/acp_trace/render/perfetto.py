@@ -22,14 +22,14 @@ import polars as pl
 from acp_trace import __version__
 from acp_trace.analysis.replays import Window
 from acp_trace.analysis.timeline import untimed_traces
+from acp_trace.render.gap_source import FALLBACK, MARKER, gap_start
 
 if TYPE_CHECKING:
     from acp_trace.analysis.front import Analysis
 
 CONNECTION = "(connection)"
-GAP_MARKER = "replay gap: marker → response"
-GAP_FALLBACK = "replay gap: last history → response (no marker)"
-GAP_VENDOR = "replay gap: vendor event {} → response (no marker)"
+GAP_MARKER = f"replay gap: {gap_start(MARKER)} → response"
+GAP_FALLBACK = f"replay gap: {gap_start(FALLBACK)} → response"
 
 
 @dataclass
@@ -128,10 +128,8 @@ class _Process:
                 start = self.t_ns[row] if row is not None else None
                 if start is None or end is None or source is None:
                     continue
-                name, cat = {
-                    "marker": (GAP_MARKER, "marker"),
-                    "last_history": (GAP_FALLBACK, "gap"),
-                }.get(source, (GAP_VENDOR.format(source.removeprefix("vendor:")), "vendor"))
+                name = f"replay gap: {gap_start(source)} → response"
+                cat = {MARKER: "marker", FALLBACK: "gap"}.get(source, "vendor")
                 args = {"request_id": w.request_id, "method": w.method, "ms": (end - start) / 1e6}
                 spans.append(
                     Span(stats.session, name, cat, _us(start), _us(end) - _us(start), args)

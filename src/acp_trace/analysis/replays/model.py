@@ -37,9 +37,12 @@ class SessionStats:
 
     def gap_origin(self) -> tuple[int | None, str | None]:
         """Where the gap a reader should use starts, and its `gap_source` (rules.md): the
-        marker, else the first vendor end-of-replay event, else the last history update."""
+        marker (`vendor:PATH` when the marker is a vendor event, as in a v1 load: a vendor
+        event is never called a marker), else the first vendor end-of-replay event, else the
+        last history update."""
         if self.marker_row is not None:
-            return self.marker_row, "marker"
+            vendor = self.marker_vendor
+            return self.marker_row, f"vendor:{vendor}" if vendor else "marker"
         if self.vendor_row is not None:
             return self.vendor_row, f"vendor:{self.vendor_path}"
         if self.last_history_row is not None:

@@ -127,6 +127,32 @@ def agent_label(agent: str | None, version: str | None) -> str:
     return f"{name} {label(version, 24)}" if version else name
 
 
+def unscoped(names: Iterable[str]) -> dict[str, str]:
+    """Each name as a person tells it apart: an npm package without its scope
+    (`@agentclientprotocol/claude-agent-acp` is `claude-agent-acp`), unless two of the names
+    would then read the same (both keep their scope)."""
+    names = list(dict.fromkeys(names))
+    short = {n: n.split("/", 1)[1] if n.startswith("@") and "/" in n[1:-1] else n for n in names}
+    seen: dict[str, int] = {}
+    for value in short.values():
+        seen[value] = seen.get(value, 0) + 1
+    return {n: short[n] if seen[short[n]] == 1 else n for n in names}
+
+
+def agent_labels(
+    pairs: Iterable[tuple[str | None, str | None]],
+) -> dict[tuple[str | None, str | None], str]:
+    """`agent_label` of each (agent, version), the agent without its npm scope
+    (`claude-agent-acp 0.101.0`) unless two agent versions would then read the same."""
+    pairs = list(dict.fromkeys(pairs))
+    full = {p: agent_label(*p) for p in pairs}
+    short = {
+        p: agent_label(*(unscoped([p[0]]).get(p[0], p[0]) if p[0] else None, p[1])) for p in pairs
+    }
+    clash = len(set(short.values())) < len(set(full.values()))
+    return full if clash else short
+
+
 def plural(n: int, word: str) -> str:
     """`word` as it goes with the number `n`: 1 replay, 2 replays."""
     return word if n == 1 else word + "s"

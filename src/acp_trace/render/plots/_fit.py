@@ -2,13 +2,18 @@
 holds made drawable, whatever reached it. Text from a trace already went through `label`;
 this catches the rest (a title that joins several labels, a note, tick labels): glyphs the
 font has, at most LINES_LIMIT lines of LINE_LIMIT characters, and no line wider than the
-figure (a y tick label: than TICK_SHARE of it), its middle left out."""
+figure (a y tick label: than TICK_SHARE of it), its middle left out; a text placed far off the
+figure, or at no finite place (a label pushed aside by many others, a value of a hostile
+trace), is not drawn: FreeType cannot render a glyph that far away ("FT_Render_Glyph ...
+raster overflow") and would take the whole chart with it."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 from matplotlib.backend_bases import RendererBase
 from matplotlib.figure import Figure
 from matplotlib.text import Text
@@ -33,6 +38,8 @@ def cap_texts(fig: Figure) -> None:
             new = fit(value, text, renderer, room)
             if new != value:
                 text.set_text(new)
+            if not _on_canvas(text, renderer):
+                text.set_visible(False)
     for ax in fig.axes:
         for axis, share in ((ax.xaxis, 1.0), (ax.yaxis, TICK_SHARE)):
             ticks = axis.get_ticklabels()
@@ -44,6 +51,20 @@ def cap_texts(fig: Figure) -> None:
                 formatter.seq = [fitter(item) for item in formatter.seq]
             elif isinstance(formatter, FuncFormatter) and not isinstance(formatter.func, _Fitted):
                 formatter.func = _Fitted(formatter.func, fitter)
+
+
+def _on_canvas(text: Text, renderer: RendererBase) -> bool:
+    """Whether the text's box is finite and within one figure's size of the figure."""
+    fig = text.get_figure(root=True)
+    if fig is None or not text.get_visible():
+        return True
+    with np.errstate(invalid="ignore", over="ignore"):
+        box = text.get_window_extent(renderer)
+    w, h = fig.bbox.width, fig.bbox.height
+    corners = (box.x0, box.x1, box.y0, box.y1)
+    if not all(math.isfinite(c) for c in corners):
+        return False
+    return bool(box.x1 > -w and box.x0 < 2 * w and box.y1 > -h and box.y0 < 2 * h)
 
 
 def fit(value: str, like: Text, renderer: RendererBase, room: float) -> str:

@@ -1,9 +1,10 @@
 """The gap chart: how long clients wait between the end of the replayed history and the response.
 
-The gap is the replays table's `gap_ms`, measured from what its `gap_source` names: the marker;
-without one (v1 loads, today's agents) a vendor end-of-replay event (claude-agent-acp's
-`jetbrains.air.loadReplayEnd`), and its lane says "no marker: vendor event PATH → response";
-else the last history update, "no marker: last history → response".
+The gap is the replays table's `gap_ms`, measured from what its `gap_source` names, and each
+lane says so in the words of `gap_start`: "replay_complete marker → response"; a vendor
+end-of-replay event (claude-agent-acp's `jetbrains.air.loadReplayEnd`, whatever role the rules
+give it: it is never called a marker) "vendor event PATH → response"; else the last history
+update, "last history update (no marker) → response".
 One lane (row) per agent version and source on a shared axis (logarithmic when the gaps span
 decades), so agents compare at a glance; lanes never overlap, so no colours blend:
 
@@ -27,12 +28,13 @@ from matplotlib.figure import Figure
 from numpy.typing import NDArray
 
 from acp_trace.quantities import count, duration
+from acp_trace.render.gap_source import FALLBACK, MARKER, VENDOR, gap_start
 from acp_trace.render.plots._common import (
     LABEL_SIZE,
     PERCENTILES,
     TICK_SIZE,
     add_note,
-    agent_label,
+    agent_labels,
     axis_labels,
     blank_figure,
     empty_figure,
@@ -44,25 +46,19 @@ from acp_trace.render.plots._common import (
 )
 from acp_trace.render.plots._labels import RowLabel, row_labels, settle_layout
 
-MARKER = "marker"
-FALLBACK = "last_history"
-VENDOR = "vendor:"  # the prefix of a vendor event's source, `vendor:PATH`
-SOURCE_TEXT = {MARKER: "marker → response", FALLBACK: "no marker: last history → response"}
+__all__ = ["FALLBACK", "MARKER", "VENDOR", "gap_start"]
 
 
 def source_text(source: str) -> str:
-    """What a lane's gap is measured from, for its label."""
-    if source.startswith(VENDOR):
-        return f"no marker: vendor event {source.removeprefix(VENDOR)} → response"
-    return SOURCE_TEXT.get(source, source)
+    """What a lane's gap is measured from, for its label: `vendor event PATH → response`."""
+    return f"{gap_start(source)} → response"
 
 
 HEADING = "Replay gap: end of the replayed history → response"
 X_LABEL = "gap (ms)"
 SUBTITLE = (
-    "from the replay_complete marker to the response;\n"
-    "in lanes marked “no marker”, from the vendor event the lane names,\n"
-    "else from the last replayed history update"
+    "from what each lane names: the replay_complete marker,\n"
+    "else a vendor end-of-replay event, else the last replayed history update"
 )
 PERCENTILE_STYLE = {50: "-", 90: "--", 99: ":"}
 MIN_REPLAYS = {50: 4, 90: 10, 99: 100}  # below this, the percentile is (nearly) the max
@@ -79,7 +75,7 @@ MIN_BAR = 0.04  # a bin with any replay is at least this fraction of the band ta
 
 @dataclass(frozen=True)
 class Lane:
-    """The gaps of one agent version from one source (marker or last history update)."""
+    """The gaps of one agent version from one source (`gap_source`)."""
 
     agent: str
     source: str
@@ -92,7 +88,7 @@ class Lane:
     @property
     def label(self) -> str:
         n = self.values.size
-        return f"{self.agent}\n{source_text(self.source)} · {count(n)} {plural(n, 'replay')}"
+        return f"{self.agent} · {count(n)} {plural(n, 'replay')}\n{source_text(self.source)}"
 
 
 def with_gap(replays: pl.DataFrame, untimed: Sequence[str] = ()) -> pl.DataFrame:
@@ -125,8 +121,9 @@ def lanes_of(gaps: pl.DataFrame) -> list[Lane]:
         gaps.group_by(keys, maintain_order=True),
         key=lambda g: (natural(str(g[0][0] or "")), natural(str(g[0][1] or "")), g[0][2]),
     )
+    names = agent_labels((agent, version) for (agent, version, _), _ in groups)
     return [
-        Lane(agent_label(agent, version), str(source), np.sort(part["gap_ms"].to_numpy()))
+        Lane(names[(agent, version)], str(source), np.sort(part["gap_ms"].to_numpy()))
         for (agent, version, source), part in groups
     ]
 

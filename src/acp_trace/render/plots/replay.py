@@ -3,8 +3,9 @@
 One lane per session (the resumed session on top, announced children below it): a tick per
 history update, the replay_complete marker, live updates, the state_update snapshot, agent
 requests, a vendor end-of-replay event; the request at 0 ms and the response as vertical lines;
-the gap annotated on each lane, saying what it is measured from (the marker; without one a
-vendor end-of-replay event, else the last history update). When the
+the gap annotated on each lane, saying what it is measured from in the words of
+`gap.gap_start` (the replay_complete marker, else a vendor end-of-replay event, never called a
+marker, else the last history update). When the
 agent wrote to stderr during the window, a last lane shows those lines and the phases they
 name (replay_stderr.py), so the wait in the gap is explained by the agent's own words.
 """
@@ -36,6 +37,7 @@ from acp_trace.render.plots._common import (
     untimed_note,
 )
 from acp_trace.render.plots._labels import settle_layout
+from acp_trace.render.plots.gap import FALLBACK, source_text
 from acp_trace.render.plots.replay_window import (
     Lane,
     Pick,
@@ -255,13 +257,8 @@ def _draw_gaps(ax: Axes, view: View) -> None:
         if since is None or source is None:
             continue
         gap = end - since
-        marked = source == "marker"
-        if marked:
-            text = f"gap {duration(gap)}"
-        elif source.startswith("vendor:"):
-            text = f"no marker: vendor event {source.removeprefix('vendor:')} → response {duration(gap)}"
-        else:
-            text = f"no marker: last history → response {duration(gap)}"
+        marked = source != FALLBACK
+        text = f"{source_text(source)} {duration(gap)}"
         ax.annotate(
             "",
             xy=(end, y + 0.22),

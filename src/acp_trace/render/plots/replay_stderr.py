@@ -13,6 +13,7 @@ text of a line.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import polars as pl
@@ -62,13 +63,16 @@ class Span:
 
 
 def spans(view: View) -> list[Span]:
-    """The phases the window's stderr lines name, in the order they were logged."""
+    """The phases the window's stderr lines name, in the order they were logged; a phase
+    whose length is not a finite number (`durationMs=` and 400 digits) has no start to draw
+    and is left out."""
     named = view.stderr.filter(pl.col("phase").is_not_null())
     out = []
     for seq, name, t, took, leaf in named.select(
         "seq", "phase", "t", "duration_ms", "leaf"
     ).iter_rows():
-        out.append(Span(seq, name, t - took, t, bool(leaf)))
+        if math.isfinite(t - took):
+            out.append(Span(seq, name, t - took, t, bool(leaf)))
     return out
 
 

@@ -15,7 +15,7 @@ from acp_trace.analysis.timeline import untimed_traces
 from acp_trace.quantities import count, duration
 from acp_trace.render import plots
 from acp_trace.render.plots._common import natural, plural
-from acp_trace.render.plots.gap import FALLBACK, MARKER, MIN_REPLAYS, VENDOR, with_gap
+from acp_trace.render.plots.gap import MIN_REPLAYS, gap_start, with_gap
 from acp_trace.render.report.context import Context, capped
 from acp_trace.render.report.document import Block, Heading, Image, Paragraph
 
@@ -24,23 +24,12 @@ if TYPE_CHECKING:
 
 TITLE = "acp-trace report"
 NO_GAP = "no gap"
-SOURCE_NAMES = {MARKER: "marker", FALLBACK: "last history (no marker)", NO_GAP: "-"}
 
 
 def source_name(source: str | None) -> str:
-    """A gap source for a report cell: `marker`, `vendor event PATH (no marker)`, ..."""
-    if source is not None and source.startswith(VENDOR):
-        return f"vendor event {source.removeprefix(VENDOR)} (no marker)"
-    return SOURCE_NAMES.get(source or NO_GAP, "-")
-
-
-def source_since(source: str) -> str:
-    """Where a gap starts, for a sentence: `the marker`, `the vendor event PATH (no marker)`."""
-    if source == MARKER:
-        return "the marker"
-    if source.startswith(VENDOR):
-        return f"the vendor end-of-replay event {source.removeprefix(VENDOR)} (no marker)"
-    return "the last history update (no marker)"
+    """A gap source for a report cell (`gap_start`): `replay_complete marker`, `vendor event
+    PATH`, `last history update (no marker)`, `-`."""
+    return gap_start(None if source == NO_GAP else source)
 
 
 def gap_rows(a: Analysis, skipped: pl.DataFrame) -> pl.DataFrame:
@@ -152,9 +141,10 @@ def overview(ctx: Context) -> list[Block]:
         for r in shown.iter_rows(named=True)
     ]  # fmt: skip
     note = (
-        "The gap: from the replay_complete marker to the response; without a marker, from a "
-        "vendor end-of-replay event (claude-agent-acp's jetbrains.air.loadReplayEnd), else from "
-        f'the last replayed history update ("last history"). p90 from {MIN_REPLAYS[90]} replays on. '
+        'The gap: to the response from what "gap from" names: the replay_complete marker, else '
+        "a vendor end-of-replay event (vendor event PATH, such as claude-agent-acp's "
+        "jetbrains.air.loadReplayEnd), else the last replayed history update. "
+        f"p90 from {MIN_REPLAYS[90]} replays on. "
         "Largest phase: of the phases the agent's stderr names inside a gap (a phase that holds "
         "others left out), the one with the most time in it, and that gap; - when none."
     )
@@ -188,7 +178,7 @@ def headline(ctx: Context) -> str:
         text = f"1 replay: {ctx.cell(r['method'])} by {who}, outcome {r['outcome']}"
         if gaps.height:
             g = gaps.row(0, named=True)
-            since = source_since(g["source"])
+            since = "the " + gap_start(g["source"])
             text += f"; gap {duration(g['gap_ms'])} from {since} to the response"
         if r["response_ms"] is not None:
             text += f"; response after {duration(r['response_ms'])}"

@@ -119,6 +119,14 @@ def latency(ctx: Context) -> list[Block]:
          r["p50_ms"], r["p90_ms"], r["max_ms"]]
         for r in shown.iter_rows(named=True)
     ]  # fmt: skip
+    total = int(requests["count"].sum())
+    answered = total - int(requests["unanswered"].sum())
+    blocks.append(
+        Paragraph(
+            f"{count(total)} {plural(total, 'request')} ({count(answered)} answered), "
+            "per agent version and method:"
+        )
+    )
     blocks += [ctx.table(LATENCY_COLUMNS, rows, {3, 4, 5, 6, 7, 8}), *more]
     phases = turn_phases(a.turns, "agent").filter(pl.col("count") > 0)  # in time order
     if phases.height:

@@ -11,7 +11,14 @@ from rich.cells import cell_len
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from acp_trace.render.report.tables import FOLD_LEAST, REPLAY_LABELS, cell, shorten, table
+from acp_trace.render.report.tables import (
+    FOLD_LEAST,
+    REPLAY_LABELS,
+    cell,
+    narrow,
+    shorten,
+    table,
+)
 
 
 def sectioned(
@@ -46,6 +53,23 @@ def _title(values: list[str], width: int | None) -> str:
     room = cell_len(values[longest]) - (cell_len(line) - width)
     values[longest] = shorten(values[longest], max(FOLD_LEAST, room))
     return shorten(" ".join(values) + ":", width)
+
+
+# What a person needs least in a latency table, left out first (in this order) on a terminal
+# too narrow to show the agents' names (the rows' identity) readable.
+LATENCY_DROPS = ("p99_ms", "p90_ms")
+
+
+def narrow_latency(
+    df: pl.DataFrame, keys: Sequence[str], width: int | None
+) -> tuple[pl.DataFrame, list[str]]:
+    """A latency table without the columns (LATENCY_DROPS) that leave its names no room at
+    `width`, and those left out."""
+    if width is None:
+        return df, []
+    rest = df.drop(list(keys))
+    _shown, dropped = narrow(rest, width, ("agent", "trace", "method", "phase"), LATENCY_DROPS)
+    return df.drop(dropped), dropped
 
 
 def latency_sections(df: pl.DataFrame, by: str) -> tuple[pl.DataFrame, list[str]]:

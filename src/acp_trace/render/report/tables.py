@@ -160,9 +160,11 @@ def _fold_widths(
     )
     if whole <= room:
         return {}
-    natural = {name: _natural(values, labels[name]) for name, values in cells.items()}
-    widths = {name: w for name, w in natural.items() if name not in fold}
+    whole_width = {name: _natural(values, labels[name]) for name, values in cells.items()}
+    widths = {name: w for name, w in whole_width.items() if name not in fold}
     room -= sum(widths.values())
+    # a name column first gets what keeps its values apart, the rest of the room after
+    natural = {**whole_width, **{n: _apart(cells[n], whole_width[n], labels[n]) for n in fold}}
     left = sorted(fold, key=lambda name: natural[name])
     least = FOLD_LEAST if room >= FOLD_LEAST * len(left) else FOLD_MIN  # a tight terminal
     while left:
@@ -175,12 +177,33 @@ def _fold_widths(
         widths.update({name: share for name in left})
         widths[left[-1]] += max(0, room - share * len(left))  # the rounding, to the longest
         return widths
+    for name in sorted(fold, key=lambda name: whole_width[name]):  # then as whole as fits
+        grow = min(max(0, room), whole_width[name] - widths[name])
+        widths[name] += grow
+        room -= grow
     for name in cells:  # room to spare: headers on one line, from the left
         grow = min(max(0, room), len(labels[name]) - widths[name])
         if grow > 0:
             widths[name] += grow
             room -= grow
     return widths
+
+
+APART_UP_TO = 200  # distinct values of a column whose shortest distinct form is searched
+
+
+def _apart(values: list[str], whole: int, header: str) -> int:
+    """The narrowest width (from FOLD_LEAST, and the header's longest word) at which the
+    column's distinct values stay distinct once shortened: ids that share a long start or
+    end need the part that differs, the rest can wait. `whole` for many distinct values."""
+    distinct = set(values)
+    least = max([FOLD_LEAST] + [len(w) for w in header.split()])
+    if len(distinct) > APART_UP_TO:
+        return whole
+    for size in range(least, whole):
+        if len({shorten(v, size) for v in distinct}) == len(distinct):
+            return size
+    return whole
 
 
 def _styled(name: str, text: str) -> Text:
@@ -222,6 +245,10 @@ DEFAULT_COLUMNS = (
 )
 REPLAY_LABELS = {"agent_version": "version"}
 FOLD = ("trace", "agent", "session", "parent_session", "request_id", "gap_source")
+# What a person needs least to tell replay rows apart, left out first (in this order) when a
+# terminal is too narrow to show the names READABLE wide (README: `replays` at 80 columns).
+NARROW_DROPS = ("gap_source", "history_updates")
+READABLE = 16  # cells of a name column that tell most agents apart (claude-agent-acp)
 
 
 def replays_view(replays: pl.DataFrame) -> pl.DataFrame:
@@ -278,6 +305,10 @@ def replays_table(
     if not view.height:
         return Text("No replaying session/resume or session/load in these traces.")
     shown = replay_columns(view, columns, wide=wide)
+    left_out: list[str] = []
+    if width is not None and not (columns or wide) and not fits(view.select(shown), width):
+        view = readable_agents(view)
+        shown, left_out = _fitting(view, shown, width)
     root = _common_folder(view["trace"].unique().to_list()) if "trace" in shown else ""
     if root:
         view = view.with_columns(pl.col("trace").str.strip_prefix(root))
@@ -297,14 +328,92 @@ def replays_table(
     if "gap_ms" in shown:
         notes.append(
             "gap ms: to the response from what gap source names: the replay_complete marker "
-            "(marker), else a vendor end-of-replay event (vendor:PATH, such as "
-            "claude-agent-acp's jetbrains.air.loadReplayEnd), else the last history update "
-            "(last_history)."
+            "(marker), else the vendor end-of-replay event PATH (vendor:PATH, such as "
+            "claude-agent-acp's jetbrains.air.loadReplayEnd: a vendor event, never a marker), "
+            "else the last history update (last_history)."
         )
+    notes += left_out_note(left_out, width, "a wider terminal, --wide or --columns")
     if not (columns or wide):
         notes.append("More columns: --wide, or --columns NAME,... (names as in --format csv).")
     grid = table(view, shown, labels=REPLAY_LABELS, fold=FOLD, width=None if wide else width)
     return Group(grid, *map(Text, notes))
+
+
+def readable_agents(df: pl.DataFrame) -> pl.DataFrame:
+    """`df` with each agent named as a person tells it apart on a terminal: its npm package
+    without the scope (`claude-agent-acp`), unless two agents would then read the same."""
+    from acp_trace.render.plots._common import unscoped
+
+    if "agent" not in df.columns:
+        return df
+    pairs = df.select("agent", "agent_version").unique() if "agent_version" in df.columns else None
+    agents = [str(a) for a in df["agent"].drop_nulls().unique(maintain_order=True)]
+    names = {a: unscoped([a])[a] for a in agents}
+    if pairs is not None:
+        readable = pairs.with_columns(pl.col("agent").replace(names))
+        if readable.unique().height < pairs.height:  # two agent versions would read the same
+            names = unscoped(agents)
+    elif len(set(names.values())) < len(names):
+        names = unscoped(agents)
+    return df.with_columns(pl.col("agent").replace(names))
+
+
+def _fitting(view: pl.DataFrame, shown: list[str], width: int) -> tuple[list[str], list[str]]:
+    """The default replay columns that fit `width` (`narrow`, NARROW_DROPS left out first)."""
+    return narrow(view.select(shown), width, FOLD, NARROW_DROPS, REPLAY_LABELS)
+
+
+def narrow(
+    df: pl.DataFrame,
+    width: int,
+    fold: Sequence[str],
+    drops: Sequence[str],
+    labels: dict[str, str] | None = None,
+) -> tuple[list[str], list[str]]:
+    """The columns of `df` shown in `width` cells, and those left out: the `drops` columns,
+    in their order, until every column fits whole but the name columns (`fold`), which get
+    READABLE cells, or what keeps their values apart (`_apart`) if more. The names are what
+    tells rows apart, so they get the room before the columns a person needs least."""
+    shown, dropped = list(df.columns), []
+    for name in drops:
+        if _needed(df, shown, fold, labels or {}) <= width:
+            break
+        if name in shown:
+            shown.remove(name)
+            dropped.append(name)
+    return shown, dropped
+
+
+def _needed(df: pl.DataFrame, shown: list[str], fold: Sequence[str], labels: dict[str, str]) -> int:
+    """The width `shown` takes (see `narrow`)."""
+    total = 2 * (len(shown) - 1)
+    for name in shown:
+        values, header = [cell(v, name) for v in df[name]], labels.get(name, label(name))
+        natural = _natural(values, header)
+        if name in fold:
+            natural = min(natural, max(READABLE, _apart(values, natural, header)))
+        total += natural
+    return total
+
+
+def fits(df: pl.DataFrame, width: int | None, labels: dict[str, str] | None = None) -> bool:
+    """Whether `df` fits `width` with every value whole (always, with no width)."""
+    if width is None:
+        return True
+    heads = labels or REPLAY_LABELS
+    natural = [
+        max([len(heads.get(n, label(n)))] + [cell_len(cell(v, n)) for v in df[n]])
+        for n in df.columns
+    ]
+    return sum(natural) + 2 * (len(natural) - 1) <= width
+
+
+def left_out_note(dropped: Sequence[str], width: int | None, more: str) -> list[str]:
+    """`Left out to fit 80 columns: p99 ms (MORE).`, or nothing when nothing was."""
+    if not dropped:
+        return []
+    names = ", ".join(REPLAY_LABELS.get(c, label(c)) for c in dropped)
+    return [f"Left out to fit {width} columns: {names} ({more})."]
 
 
 def _common_folder(names: list[str]) -> str:
