@@ -346,7 +346,7 @@ def test_gap_of_the_sample_traces_has_a_lane_per_agent_version_and_source() -> N
     a = analyze(SAMPLES)
     fig = plots.gap(a)
     gaps = plots.gap_table(a.replays)
-    expected = gaps.group_by("agent", "agent_version", "source").len()
+    expected = gaps.group_by("agent", "agent_version", "gap_source").len()
     assert len(lanes(fig)) == expected.height
     counts = sorted(int(re.search(r"· ([\d,]+) repl", x)[1]) for x in lanes(fig))  # type: ignore[index]
     assert counts == sorted(expected["len"].to_list())

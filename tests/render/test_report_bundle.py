@@ -160,6 +160,7 @@ def test_report_puts_the_key_facts_first_and_the_replay_table_last(tmp_path: Pat
         "# acp-trace report",
         "## Agents, outcomes and gaps",
         "## Findings by rule",
+        "## Is the replay the session?",
         "## Slowest replay",
         "## Latency",
         "## Recordings that lack lines",  # the test traces end without the tap's exit event

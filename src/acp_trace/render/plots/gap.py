@@ -92,31 +92,31 @@ class Lane:
 
 
 def with_gap(replays: pl.DataFrame, untimed: Sequence[str] = ()) -> pl.DataFrame:
-    """The replays table with `gap_ms` and its `source` (the table's `gap_source`: `marker`,
-    `vendor:PATH` or `last_history`), both null where the gap cannot be measured (no
-    response, or an ordering-only trace)."""
+    """The replays table with `gap_ms` and `gap_source` (`marker`, `vendor:PATH` or
+    `last_history`) both null where the gap cannot be measured (no response, or an
+    ordering-only trace)."""
     gap = pl.when(pl.col("trace").is_in(list(untimed))).then(None).otherwise(pl.col("gap_ms"))
     return replays.with_columns(gap.alias("gap_ms")).with_columns(
         pl.when(pl.col("gap_ms").is_null())
         .then(None)
         .otherwise(pl.col("gap_source"))
-        .alias("source")
+        .alias("gap_source")
     )
 
 
 def gap_table(replays: pl.DataFrame, untimed: Sequence[str] = ()) -> pl.DataFrame:
     """Per replay with a measurable gap: trace, session, request_id, agent, agent_version,
-    source and gap_ms."""
+    gap_source and gap_ms."""
     return (
         with_gap(replays, untimed)
         .filter(pl.col("gap_ms").is_not_null())
-        .select("trace", "session", "request_id", "agent", "agent_version", "source", "gap_ms")
+        .select("trace", "session", "request_id", "agent", "agent_version", "gap_source", "gap_ms")
     )
 
 
 def lanes_of(gaps: pl.DataFrame) -> list[Lane]:
     """The lanes of a gap table, by agent name, version (in numeric order) and source."""
-    keys = ["agent", "agent_version", "source"]
+    keys = ["agent", "agent_version", "gap_source"]
     groups = sorted(
         gaps.group_by(keys, maintain_order=True),
         key=lambda g: (natural(str(g[0][0] or "")), natural(str(g[0][1] or "")), g[0][2]),

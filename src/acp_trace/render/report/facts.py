@@ -37,7 +37,8 @@ def gap_rows(a: Analysis, skipped: pl.DataFrame) -> pl.DataFrame:
     p50, p90 (from `MIN_REPLAYS[90]` replays) and max, and the largest phase inside a gap
     (`phase`, null when none); agents without replays too."""
     replays = with_gap(a.replays, untimed_traces(a.timeline))
-    replays = replays.with_columns(pl.col("source").fill_null(NO_GAP))
+    # the agents table's `source` column is the gap's (not the fidelity field of that name)
+    replays = replays.with_columns(pl.col("gap_source").fill_null(NO_GAP).alias("source"))
     out = []
     groups = replays.group_by("agent", "agent_version", "source", maintain_order=True)
     for (agent, version, source), part in groups:
@@ -178,7 +179,7 @@ def headline(ctx: Context) -> str:
         text = f"1 replay: {ctx.cell(r['method'])} by {who}, outcome {r['outcome']}"
         if gaps.height:
             g = gaps.row(0, named=True)
-            since = "the " + gap_start(g["source"])
+            since = "the " + gap_start(g["gap_source"])
             text += f"; gap {duration(g['gap_ms'])} from {since} to the response"
         if r["response_ms"] is not None:
             text += f"; response after {duration(r['response_ms'])}"

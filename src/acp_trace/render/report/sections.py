@@ -217,7 +217,7 @@ def replays(ctx: Context) -> list[Block]:
         return [*blocks, Paragraph("No replaying session/resume or session/load in these traces.")]
     shown, more = capped(ctx, rows_df, ctx.limits.replays, "replay row")
     rows = [
-        [r["gap_ms"], source_name(r["source"]), r["response_ms"],
+        [r["gap_ms"], source_name(r["gap_source"]), r["response_ms"],
          r["outcome"], r["agent"], r["agent_version"], r["session"], r["parent_session"],
          r["method"], r["request_id"], r["history_updates"], ctx.trace(r["trace"])]
         for r in shown.iter_rows(named=True)
@@ -237,7 +237,7 @@ def replays_csv_frame(ctx: Context) -> pl.DataFrame:
     df = df.drop(CONTENT_COLUMNS, strict=False)
     floats = [c for c, t in df.schema.items() if t == pl.Float64]
     # the tap stamps nanoseconds: six decimals of a millisecond, no float noise
-    return df.with_columns(pl.col(floats).round(6)).drop("source")  # the table's gap_source
+    return df.with_columns(pl.col(floats).round(6))
 
 
 def build(ctx: Context, command_text: str | None) -> list[Block]:

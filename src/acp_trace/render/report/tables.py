@@ -267,8 +267,7 @@ def replays_data(replays: pl.DataFrame, untimed: Sequence[str] = ()) -> pl.DataF
         return replays
     from acp_trace.render.plots.gap import with_gap
 
-    extra = with_gap(replays.drop("gap_ms", "gap_source", strict=False), untimed)
-    return extra.rename({"source": "gap_source"})
+    return with_gap(replays, untimed)
 
 
 def replay_columns(
