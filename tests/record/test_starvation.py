@@ -61,7 +61,7 @@ def _writer_of(pids: Path, agent_pids: Path) -> int:
     child is read but its parent (reading /proc/N/cmdline raced the agent's own end)."""
     _wait_for(agent_pids.exists, 120)
     agent = int(agent_pids.read_text().split()[0])
-    _wait_for(pids.exists, 120)
+    _wait_for(lambda: pids.exists() and pids.read_text().endswith("\n"), 120)  # written whole
     tap = int(pids.read_text())
     others: list[int] = []
 
@@ -104,7 +104,9 @@ def test_a_writer_stopped_for_a_while_catches_up(tmp_path: Path) -> None:
         agent_sends=agent_sends,
         agent_args=("--gate", str(gate), "--pid-file", str(agent_pid)),
         client_args=("--pid-file", str(pids)),
-        record_args=("--queue-bytes", str(1 << 20), "--grace", "120"),
+        # the grace is also how long the tap waits for a writer that makes no progress: far
+        # beyond the test's own steps, however busy the machine (120 s was not, at load 18)
+        record_args=("--queue-bytes", str(1 << 20), "--grace", "600"),
     )
     writer = 0
     try:
