@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from scripts.taprun import Session, assert_recorded, assert_transparent, children, start_tap
+from scripts.taprun import assert_recorded, assert_transparent, children, start_tap
 
 BURN = "while True: pass"
 
@@ -55,18 +55,23 @@ def burners(count: int) -> Iterator[None]:
             proc.wait()
 
 
-def _writer_of(session: Session, pids: Path) -> int:
-    """The pid of the recorder's writer process (its child that is not the agent)."""
-    _wait_for(pids.exists, 120)
+def _writer_of(pids: Path, agent_pids: Path) -> int:
+    """The pid of the recorder's writer process: the tap's child that is not the agent. The
+    agent writes its pid once it runs, and the tap forks the writer after that; nothing of a
+    child is read but its parent (reading /proc/N/cmdline raced the agent's own end)."""
+    _wait_for(agent_pids.exists, 120)
+    agent = int(agent_pids.read_text().split()[0])
+    _wait_for(lambda: pids.exists() and pids.read_text().endswith("\n"), 120)  # written whole
     tap = int(pids.read_text())
-    _wait_for(lambda: len(children(tap)) == 2, 120)
-    with open(f"/proc/{tap}/cmdline", "rb") as cmdline:
-        own = cmdline.read()
-    for pid in children(tap):  # the writer is forked: it has the tap's command line
-        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
-            if cmdline.read() == own:
-                return pid
-    raise AssertionError("no writer process")
+    others: list[int] = []
+
+    def forked() -> bool:
+        others[:] = [pid for pid in children(tap) if pid != agent]
+        return bool(others)
+
+    _wait_for(forked, 120)
+    (writer,) = others
+    return writer
 
 
 def test_a_starved_writer_is_waited_for_and_every_line_is_accounted(tmp_path: Path) -> None:
@@ -74,21 +79,13 @@ def test_a_starved_writer_is_waited_for_and_every_line_is_accounted(tmp_path: Pa
     cores, on top of whatever the machine runs): the recorder waits for a writer that is slow
     but working, and the trace holds every line or counts it, ending with `exit` and a
     balanced `account`."""
-    pids = tmp_path / "tap-pid"
     client_sends, agent_sends = _json_lines(21, 1000, 2000), _json_lines(22, 1000, 2000)
-    with burners(2 * len(os.sched_getaffinity(0)) + 2):
-        session = start_tap(
-            tmp_path,
-            client_sends=client_sends,
-            agent_sends=agent_sends,
-            client_args=("--pid-file", str(pids)),
-        )
+    with burners(2 * len(os.sched_getaffinity(0)) + 2):  # the writer is starved from its start
+        session = start_tap(tmp_path, client_sends=client_sends, agent_sends=agent_sends)
         try:
-            _writer_of(session, pids)  # the writer started (and is starved from its start)
             run = session.finish(timeout=900)
         finally:
-            if session.proc.poll() is None:
-                session.proc.kill()
+            session.stop()
     assert run.code == 0, run.stderr
     assert "not written" not in run.stderr
     assert_transparent(run, client_sends, agent_sends, drops=True)
@@ -99,18 +96,21 @@ def test_a_writer_stopped_for_a_while_catches_up(tmp_path: Path) -> None:
     """The writer stopped (SIGSTOP) while a burst fills the ring, and let go (SIGCONT) while
     the recorder waits for it at the end: the full ring's lines are counted as dropped, the
     rest recorded; nothing is left unwritten, and the account balances."""
-    pids, gate = tmp_path / "tap-pid", tmp_path / "gate"
+    pids, gate, agent_pid = tmp_path / "tap-pid", tmp_path / "gate", tmp_path / "agent-pid"
     client_sends, agent_sends = _json_lines(23, 2000, 400), _json_lines(24, 20_000, 400)
     session = start_tap(
         tmp_path,
         client_sends=client_sends,
         agent_sends=agent_sends,
-        agent_args=("--gate", str(gate)),
+        agent_args=("--gate", str(gate), "--pid-file", str(agent_pid)),
         client_args=("--pid-file", str(pids)),
-        record_args=("--queue-bytes", str(1 << 20), "--grace", "120"),
+        # the grace is also how long the tap waits for a writer that makes no progress: far
+        # beyond the test's own steps, however busy the machine (120 s was not, at load 18)
+        record_args=("--queue-bytes", str(1 << 20), "--grace", "600"),
     )
-    writer = _writer_of(session, pids)
+    writer = 0
     try:
+        writer = _writer_of(pids, agent_pid)
         os.kill(writer, signal.SIGSTOP)
         gate.touch()
         # The client has all of it once the tap closed its stdout: the agent has exited and
@@ -119,10 +119,10 @@ def test_a_writer_stopped_for_a_while_catches_up(tmp_path: Path) -> None:
         os.kill(writer, signal.SIGCONT)
         run = session.finish(timeout=300)
     finally:
-        with suppress(ProcessLookupError):
-            os.kill(writer, signal.SIGCONT)
-        if session.proc.poll() is None:
-            session.proc.kill()
+        if writer:
+            with suppress(ProcessLookupError):
+                os.kill(writer, signal.SIGCONT)
+        session.stop()
     assert run.code == 0, run.stderr
     assert_transparent(run, client_sends, agent_sends, drops=True)
     assert sum(e["count"] for e in run.events("dropped")) > 0
@@ -145,8 +145,9 @@ def test_a_writer_stopped_for_good_leaves_the_account_in_the_trace(tmp_path: Pat
         client_args=("--pid-file", str(pids)),
         record_args=("--grace", "600"),
     )
-    writer = _writer_of(session, pids)
+    writer = 0
     try:
+        writer = _writer_of(pids, agent_pid)
         _wait_for(lambda: session.trace.exists() and session.trace.stat().st_size > 0, 120)
         os.kill(writer, signal.SIGSTOP)
         gate.touch()
@@ -156,10 +157,10 @@ def test_a_writer_stopped_for_good_leaves_the_account_in_the_trace(tmp_path: Pat
         os.kill(int(pids.read_text()), signal.SIGTERM)
         run = session.finish(timeout=300)
     finally:
-        with suppress(ProcessLookupError):
-            os.kill(writer, signal.SIGKILL)
-        if session.proc.poll() is None:
-            session.proc.kill()
+        if writer:
+            with suppress(ProcessLookupError):
+                os.kill(writer, signal.SIGKILL)
+        session.stop()
     assert run.code == 4
     assert run.stderr.count("records were not written") == 1
     assert "appended it to the trace" in run.stderr

@@ -25,6 +25,7 @@ from scripts.taprun import (
     assert_transparent,
     run_tap,
     sha,
+    start_tap,
 )
 
 MIXED = (
@@ -168,6 +169,16 @@ def test_signal_killed_agent_gives_128_plus_n(tmp_path: Path) -> None:
     assert run.code == 128 + signal.SIGKILL
     exit_event = run.events("exit")[0]
     assert exit_event["code"] is None and exit_event["signal"] == signal.SIGKILL
+
+
+def test_a_session_stopped_midway_leaves_no_process_and_no_open_pipe(tmp_path: Path) -> None:
+    """A test that fails while the chain runs stops it: the client is reaped and its pipes are
+    closed (left to the collector, their ResourceWarnings failed whichever test ran then)."""
+    session = start_tap(tmp_path, agent_args=("--gate", str(tmp_path / "never")))
+    session.stop()
+    assert session.proc.returncode is not None
+    assert session.proc.stdout is not None and session.proc.stdout.closed
+    assert session.proc.stderr is not None and session.proc.stderr.closed
 
 
 def test_client_eof_closes_agent_stdin_and_is_recorded(tmp_path: Path) -> None:

@@ -75,7 +75,11 @@ class Session:
 
     def finish(self, *, timeout: float = 300, trace_copy: Path | None = None) -> Run:
         """Wait for the chain; parse and schema-check the trace (or its copy)."""
-        _out, err = self.proc.communicate(timeout=timeout)
+        try:
+            _out, err = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            raise
         trace = trace_copy or self.trace
         lines = trace.read_bytes().splitlines(keepends=True) if trace.is_file() else []
         files = self.files
@@ -85,6 +89,17 @@ class Session:
         run = Run(self.proc.returncode, stderr, lines, received, sent_back, err)
         check_trace(run)
         return run
+
+    def stop(self) -> None:
+        """Kill the client if it still runs, reap it and close its pipes: a test that failed
+        midway leaves no process and no open pipe behind (their ResourceWarnings, raised when
+        the collector gets to them, would fail whichever test runs then)."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
 
     def received(self) -> int:
         """Bytes the client has received so far (its file is flushed at its stdout's EOF)."""

@@ -6,6 +6,12 @@ that followed the client's answer to an agent request waits for the live client'
 and the clock then counts from that answer. The recorded session ids the client knows by
 another id (`--session`) are renamed in `params.sessionId`, the response carries the live
 request's id, agent requests get fresh ids; anything unchanged is sent byte for byte.
+
+Lines recorded with the same time were read by the tap in one read: the agent wrote them
+together. They are written together again (one write), so that a client cannot see the first
+of them (a response) and send its next request before the rest (an update after the
+response) are on their way: the tap then records them in the recorded order, however busy
+the machine is.
 """
 
 from __future__ import annotations
@@ -87,6 +93,8 @@ class Player:
         self.wake = threading.Event()  # set when a cancellation arrives
         self._live: Any = None
         self._awaited: list[_Awaited] = []
+        self._held: list[bytes] = []  # lines to write together (recorded in one read)
+        self._held_at: int | None = None  # their recorded time
 
     def play(self, window: Window, recorded_at: int | None, live_id: Any, arrived: float) -> None:
         """Send the window for the live request `live_id` that arrived at `arrived` (monotonic
@@ -99,12 +107,14 @@ class Player:
                 if self.rpc.gone.is_set():
                     return  # the client is gone: nothing more to play to
                 if not replied and id_key(live_id) in self.cancelled:
+                    self._flush()
                     self.rpc.fail(live_id, REQUEST_CANCELLED, "request cancelled")
                     return
                 if isinstance(action, Reply):
                     self._reply(action, clock, live_id)
                     replied = True
                 elif isinstance(action, Pause):
+                    self._flush()
                     seconds = max(action.draw(), 0.0)
                     self._sleep_until(time.monotonic() + seconds)
                     clock.live += seconds
@@ -113,21 +123,25 @@ class Player:
                 else:
                     self._step(action, clock)
         except NoAnswer as exc:
+            self._flush()
             self.log(str(exc))
             if not replied:
                 self.rpc.fail(live_id, INTERNAL_ERROR, f"acp-trace mock: {exc}")
         except ConnectionClosed:
             return  # the client went away while the flow waited for it
+        finally:
+            self._flush()  # what is held goes before the next request is read (or Stop ends)
 
     # ------------------------------------------------------------ one action
 
     def _reply(self, reply: Reply, clock: _Clock, live_id: Any) -> None:
         line = reply.item
         if reply.error is not None:
+            self._flush()
             self.rpc.fail(live_id, *reply.error)
         elif isinstance(line, Line):
             self._when(line, clock)
-            self.rpc.send(self._render(line, live_id=live_id))
+            self._hold(self._render(line, live_id=live_id), line.t_ns)
 
     def _step(self, step: Step, clock: _Clock) -> None:
         line = step.item if isinstance(step.item, Line) else None
@@ -136,6 +150,7 @@ class Player:
             if line.kind == "end":
                 raise Stop(line.code if line.code is not None else 1)
             if line.kind == "stderr":
+                self._flush()  # stdout's lines before it go first, as recorded
                 with contextlib.suppress(
                     OSError, ValueError
                 ):  # stderr closed: not a reason to stop
@@ -143,13 +158,15 @@ class Player:
                     self.errout.flush()
                 return
             if line.kind == "raw":
-                self.rpc.send(line.data + b"\n")
+                self._hold(line.data + b"\n", line.t_ns)
                 return
         if step.ask is not None:
+            self._flush()
             self._ask(step, line)
         elif line is not None:
-            self.rpc.send(self._render(line, update=step.update))
+            self._hold(self._render(line, update=step.update), line.t_ns)
         else:  # a step a fault added: an update on the client's id for the session
+            self._flush()
             params = {"sessionId": self._client_id(step.session), "update": step.update}
             notice = {"jsonrpc": "2.0", "method": "session/update", "params": params}
             self.rpc.send(dumps(notice) + b"\n")
@@ -171,8 +188,13 @@ class Player:
             self._awaited.append(_Awaited(*line.answer, live_id, step.ask, line.seq))
 
     def _when(self, line: Line, clock: _Clock) -> None:
-        """Wait for the answers the line came after in the recording, then for its time."""
-        for awaited in [a for a in self._awaited if a.answer_seq < line.seq]:
+        """Wait for the answers the line came after in the recording, then for its time; a
+        line recorded in one read with the held ones joins them at once (their time is its)."""
+        answers = [a for a in self._awaited if a.answer_seq < line.seq]
+        if self._held and not answers and line.t_ns is not None and line.t_ns == self._held_at:
+            return
+        self._flush()
+        for awaited in answers:
             self._awaited.remove(awaited)
             self._wait(awaited)
             clock.rebase(time.monotonic(), awaited.answer_t_ns)
@@ -189,6 +211,19 @@ class Player:
                 f"no answer from the client to {awaited.method} request {awaited.live_id}"
                 f"{where} within {self.answer_timeout:g} s: the recorded agent waited for it"
             ) from None
+
+    def _hold(self, data: bytes, t_ns: int | None) -> None:
+        """Keep a line to write with the next ones recorded at the same time (`_when` has
+        written what was held before, unless this line joins it)."""
+        self._held.append(data)
+        self._held_at = t_ns
+
+    def _flush(self) -> None:
+        """Write the held lines in one write."""
+        if self._held:
+            data = b"".join(self._held)
+            self._held.clear()
+            self.rpc.send(data)
 
     def _sleep_until(self, due: float) -> None:
         """Sleep until `due` (inf: for ever), waking early only to honour a cancellation of the
