@@ -13,6 +13,7 @@ import polars as pl
 from acp_trace.analysis import Analysis
 from acp_trace.quantities import count, fixed, trimmed
 from acp_trace.render.escape import terminal
+from acp_trace.render.gap_source import gap_start
 
 
 def finding_line(f: dict[str, Any]) -> str:
@@ -172,12 +173,11 @@ def allowed_out(findings: pl.DataFrame, allow: Iterable[str]) -> pl.DataFrame:
 
 
 def gap_of(row: dict[str, Any]) -> tuple[float | None, str]:
-    """A replay row's gap and where it was measured from."""
-    if row.get("marker_to_response_ms") is not None:
-        return row["marker_to_response_ms"], " (from the marker)"
-    if row.get("last_history_to_response_ms") is not None:
-        return row["last_history_to_response_ms"], " (from the last history update)"
-    return None, ""
+    """A replay row's gap and where it was measured from, as every output names it
+    (`gap_source`: the replay_complete marker, a vendor event, the last history update)."""
+    if row.get("gap_ms") is None:
+        return None, ""
+    return row["gap_ms"], f" (from the {gap_start(row.get('gap_source'))})"
 
 
 def _replay_name(row: dict[str, Any]) -> str:
