@@ -7,3 +7,7 @@ cursor), `answers`, `explain` and `timeline` (the tools' answers, from the libra
 `pip install -e '.[mcp]'` in the clone. Named `mcpserver` so that it never stands for the SDK's
 `mcp` package.
 """
+
+from acp_trace.mcpserver.nowrite import matplotlib_writing_nothing
+
+matplotlib_writing_nothing()  # before any module here imports the charts

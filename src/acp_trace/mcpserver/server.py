@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import base64
 import logging
+import re
+import struct
 import sys
 import traceback
 from collections.abc import Callable
@@ -23,7 +25,7 @@ from pydantic import Field, ValidationError
 
 from acp_trace import __version__
 from acp_trace.errors import AcpTraceError
-from acp_trace.mcpserver import answers, explain, timeline
+from acp_trace.mcpserver import answers, charts, explain, timeline
 from acp_trace.mcpserver.paging import DEFAULT_LIMIT, MAX_LIMIT, Page
 from acp_trace.mcpserver.store import Loaded, Store
 from acp_trace.quantities import count
@@ -55,6 +57,10 @@ class Server(MCPServer):
     """MCPServer whose tool errors are one line each: what was wrong, as the CLI says it."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        schema = self._tool_input_schema(name)
+        refused = None if schema is None else refused_arguments(name, arguments or {}, schema)
+        if refused is not None:
+            return failure(refused)
         try:
             return await super().call_tool(name, arguments, context)
         except UnexpectedToolError as exc:  # a bug: the traceback goes to the host's log
@@ -66,6 +72,40 @@ class Server(MCPServer):
                 names = ", ".join(t.name for t in await self.list_tools())
                 return failure(f"unknown tool {name}; expected one of: {names}")
             return failure(tool_message(name, exc))
+
+
+def refused_arguments(name: str, arguments: dict[str, Any], schema: dict[str, Any]) -> str | None:
+    """Why the arguments are refused before the tool runs: one it does not take, or text
+    holding a lone surrogate (no trace holds one, and no JSON encoder can write it back);
+    None when neither."""
+    known = list(schema.get("properties", {}))
+    unknown = [a for a in arguments if a not in known]
+    if unknown:
+        return (
+            f"{name}: unknown argument {', '.join(unknown)}; expected some of: {', '.join(known)}"
+        )
+    for argument, value in arguments.items():
+        if surrogate(value):
+            return (
+                f"{name}: {argument}: expected text of Unicode characters, got a lone "
+                "surrogate (half of a UTF-16 pair)"
+            )
+    return None
+
+
+def surrogate(value: Any) -> bool:
+    """Whether a JSON value holds a lone surrogate in any string."""
+    if isinstance(value, str):
+        return SURROGATE.search(value) is not None
+    if isinstance(value, dict):
+        return any(surrogate(k) or surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(surrogate(v) for v in value)
+    return False
+
+
+SURROGATE = re.compile("[\ud800-\udfff]")
+ERROR_CHARS = 1_000  # the most characters of an error line
 
 
 def tool_message(name: str, exc: ToolError) -> str:
@@ -85,8 +125,12 @@ def tool_message(name: str, exc: ToolError) -> str:
 
 
 def failure(message: str) -> CallToolResult:
-    """A tool error: `acp-trace: MESSAGE` on one line, trace text escaped."""
+    """A tool error: `acp-trace: MESSAGE` on one line, trace text escaped, cut to
+    ERROR_CHARS characters (saying how many were left out)."""
     line = terminal(" ".join(message.split("\n")))
+    if len(line) > ERROR_CHARS:
+        left = len(line) - ERROR_CHARS
+        line = f"{line[:ERROR_CHARS]}… ({count(left)} more characters left out)"
     return CallToolResult(
         content=[TextContent(type="text", text=f"acp-trace: {line}")], is_error=True
     )
@@ -268,11 +312,16 @@ def build(store: Store) -> Server:
         timeline of one replay (the slowest that matches), or request latency."""
         try:
             with store.busy:
-                png = timeline.chart(store.load(), kind, trace, session, request)
+                png = charts.chart(store.load(), kind, trace, session, request)
         except AcpTraceError as exc:
             raise ToolError(str(exc)) from exc
         data = base64.b64encode(png).decode()
-        caption = f"acp-trace plot --kind {kind}: a PNG of {count(len(png))} bytes, drawn in memory"
+        width, height = struct.unpack(">II", png[16:24])  # the PNG's IHDR
+        caption = (
+            f"acp-trace plot --kind {kind}: a PNG of {width}x{height} pixels, {count(len(png))} "
+            f"bytes ({count(len(data))} base64 characters, at most {count(charts.PLOT_CHARS)}), "
+            "drawn in memory"
+        )
         return CallToolResult(content=[ImageContent(type="image", data=data, mime_type="image/png"),
                                        TextContent(type="text", text=caption)])  # fmt: skip
 
