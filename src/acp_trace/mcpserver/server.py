@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.stdio import stdio_server
 from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
@@ -28,6 +29,7 @@ from acp_trace.errors import AcpTraceError
 from acp_trace.mcpserver import answers, charts, explain, timeline
 from acp_trace.mcpserver.paging import DEFAULT_LIMIT, MAX_LIMIT, Page
 from acp_trace.mcpserver.store import Loaded, Store
+from acp_trace.mcpserver.transport import Mended
 from acp_trace.quantities import count
 from acp_trace.render.escape import terminal
 
@@ -54,7 +56,16 @@ Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT, description="Rows per page.")]
 
 
 class Server(MCPServer):
-    """MCPServer whose tool errors are one line each: what was wrong, as the CLI says it."""
+    """MCPServer whose tool errors are one line each: what was wrong, as the CLI says it;
+    over stdio, a request holding a lone surrogate is answered too (transport.py)."""
+
+    async def run_stdio_async(self) -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await self._lowlevel_server.run(
+                Mended(read_stream),
+                write_stream,
+                self._lowlevel_server.create_initialization_options(),
+            )
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         schema = self._tool_input_schema(name)
