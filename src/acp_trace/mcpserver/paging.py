@@ -198,7 +198,11 @@ def fit(value: dict[str, Any], room: int) -> dict[str, Any]:
     if len(dumps(value)) <= room:
         return value
     cut: dict[str, str] = {}
-    out = {k: _fit_part(v, room // 4, k, cut) for k, v in value.items()}
+    sizes = {k: len(dumps(v)) + len(dumps(k)) + 1 for k, v in value.items()}
+    small = {k for k, n in sizes.items() if n <= room // (4 * len(value))}  # kept whole
+    big = [k for k in value if k not in small]
+    share = max(MIN_VALUE, (room - 400 - sum(sizes[k] for k in small)) // max(1, len(big)))
+    out = {k: v if k in small else _fit_part(v, share, k, cut) for k, v in value.items()}
     while len(dumps(out)) + len(dumps(cut)) > room - 200:  # still over: drop the longest
         longest = max(out, key=lambda k: len(dumps(out[k])), default=None)
         if longest is None or out[longest] is None:
