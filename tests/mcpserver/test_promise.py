@@ -299,6 +299,7 @@ def started(tmp_path: Path) -> subprocess.Popen[bytes]:
         [sys.executable, "-m", "acp_trace", "mcp", str(SAMPLES)], cwd=tmp_path,
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         env={**os.environ, "HOME": str(tmp_path), "MPLCONFIGDIR": str(tmp_path)},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # not inherited ignored
     )  # fmt: skip
     assert server.stdin is not None and server.stdout is not None
     server.stdin.write(HELLO)

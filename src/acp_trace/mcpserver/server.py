@@ -12,12 +12,14 @@ from __future__ import annotations
 import base64
 import logging
 import re
+import signal
 import struct
 import sys
 import traceback
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NoReturn
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.stdio import stdio_server
@@ -340,6 +342,28 @@ def build(store: Store) -> Server:
     return server
 
 
-def serve(store: Store) -> None:
-    """Answer MCP requests on stdin and stdout until the host closes stdin."""
-    build(store).run("stdio")
+STOPPING = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+
+
+def serve(store: Store, stop: Callable[[int], NoReturn]) -> None:
+    """Answer MCP requests on stdin and stdout until the host closes stdin, or until SIGTERM,
+    SIGHUP or SIGINT (one the caller ignores, as `nohup` does, stays ignored): then
+    `stop(signum)` ends the process at once. The signal is taken in the event loop, never as
+    an exception inside it: unwinding would wait for the thread that reads stdin, which
+    returns only when the host writes a line or closes it."""
+    server = build(store)
+    signals = [s for s in STOPPING if signal.getsignal(s) is not signal.SIG_IGN]
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+
+            async def watch() -> None:
+                with anyio.open_signal_receiver(*signals) as received:
+                    async for signum in received:
+                        stop(signum)
+
+            tg.start_soon(watch)
+            await server.run_stdio_async()
+            tg.cancel_scope.cancel()
+
+    anyio.run(main)
