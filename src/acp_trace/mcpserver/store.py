@@ -114,38 +114,51 @@ class Store:
             found = listing(self.paths)
             passed_over = list(found.passed_over)
             parts: dict[str, Part] = {}
+            changed = []
             for c in found.files:
                 part = self._parts.get(c.path)
                 if part is None or part.key != c.key:
-                    part = self._read(c)
-                if part is None:
-                    passed_over.append((c.path, CHANGED))
+                    changed.append(c)
                 else:
                     parts[c.path] = part
+            fresh = self._read(changed) if changed else {}
+            for c in changed:  # in the listing's order, as read
+                if c.path in fresh:
+                    parts[c.path] = fresh[c.path]
+                else:
+                    passed_over.append((c.path, CHANGED))
+            parts = {c.path: parts[c.path] for c in found.files if c.path in parts}
             self._parts = parts
             version = fingerprint(parts, passed_over)
             if self._loaded is None or self._loaded.version != version:
                 self._loaded = self._combine(parts, passed_over, version, found.missing)
             return self._loaded
 
-    def _read(self, c: Candidate) -> Part | None:
-        """One file read, redacted and summarized; None when it changed while it was read
-        (or became a link): its records are not kept."""
+    def _read(self, changed: list[Candidate]) -> dict[str, Part]:
+        """The files read (in one pass), redacted and summarized, each as its Part; a file
+        that changed while it was read (or became a link) is left out: its records are not
+        kept, and the next call reads it again."""
         from acp_trace.analysis.summary import summarize
         from acp_trace.render.scrub import scrub_records
         from acp_trace.trace.paths import Found
         from acp_trace.trace.reader import read_found
 
-        records = read_found([Found(Path(c.path), c.root, explicit=False)], fmt=self.fmt)
-        if current_key(c) != c.key:
-            return None
+        found = [Found(Path(c.path), c.root, explicit=False) for c in changed]
+        records = read_found(found, fmt=self.fmt)
         skipped = pl.col("kind") == "skipped"
-        records = records.with_columns(
-            pl.when(skipped).then(pl.lit(NOT_A_TRACE)).otherwise(pl.col("event")).alias("event")
+        records = scrub_records(
+            records.with_columns(
+                pl.when(skipped).then(pl.lit(NOT_A_TRACE)).otherwise(pl.col("event")).alias("event")
+            )
         )
-        records = scrub_records(records)
-        self.analyses += 1
-        return Part(c.key, records, summarize(records))
+        names = {str(f.path): c for f, c in zip(found, changed, strict=True)}
+        rows, summaries = by_file(records, names), by_file(summarize(records), names)
+        out = {}
+        for name, c in names.items():
+            if name in rows and current_key(c) == c.key:
+                out[c.path] = Part(c.key, rows[name], summaries.get(name, no_summary()))
+        self.analyses += len(out)
+        return out
 
     def _combine(
         self,
@@ -171,6 +184,25 @@ class Store:
         names = {t: short[t] for t in traces}
         analysis = Analysis(records, marker_meta=self.marker_meta)
         return Loaded(analysis, version, names, summary, [(short[p], w) for p, w in passed_over])
+
+
+def by_file(table: pl.DataFrame, files: dict[str, Candidate]) -> dict[str, pl.DataFrame]:
+    """The rows of `table` per file read: a trace is named by its file, or `FILE#N` for the
+    Nth trace in one file."""
+    if table.is_empty():
+        return {}
+    traces = table["trace"].unique().to_list()
+    owner = {t: t if t in files else t.rsplit("#", 1)[0] for t in traces}
+    keyed = table.with_columns(pl.col("trace").replace_strict(owner).alias("_file"))
+    parts = keyed.partition_by("_file", as_dict=True, include_key=False, maintain_order=True)
+    return {str(k[0]): v for k, v in parts.items()}
+
+
+def no_summary() -> pl.DataFrame:
+    """The summary of a file with no trace (every row `skipped`): no row."""
+    from acp_trace.analysis.summary import SUMMARY_SCHEMA
+
+    return pl.DataFrame(schema=SUMMARY_SCHEMA)
 
 
 def fingerprint(parts: dict[str, Part], passed_over: list[tuple[str, str]]) -> str:
