@@ -28,7 +28,7 @@ from acp_trace import analyze
 from acp_trace.cli import app
 from acp_trace.mcpserver.charts import PLOT_CHARS
 from acp_trace.mcpserver.paging import MAX_CHARS
-from acp_trace.mcpserver.server import ERROR_CHARS
+from acp_trace.mcpserver.refusals import ERROR_CHARS
 from test_credentials import ANTHROPIC, GITHUB, JWT, OPENAI
 from testpaths import SAMPLES
 from tracebuilder import TraceBuilder

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import logging
-import re
 import signal
 import struct
 import sys
@@ -24,16 +23,16 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.stdio import stdio_server
 from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
-from pydantic import Field, ValidationError
+from pydantic import Field
 
 from acp_trace import __version__
 from acp_trace.errors import AcpTraceError
 from acp_trace.mcpserver import answers, charts, explain, timeline
 from acp_trace.mcpserver.paging import DEFAULT_LIMIT, MAX_LIMIT, Page
+from acp_trace.mcpserver.refusals import failure, refused_arguments, tool_message
 from acp_trace.mcpserver.store import Loaded, Store
 from acp_trace.mcpserver.transport import Mended
 from acp_trace.quantities import count
-from acp_trace.render.escape import terminal
 
 INSTRUCTIONS = (
     "Read-only answers about Agent Client Protocol (ACP) traces recorded by acp-trace: why a "
@@ -85,68 +84,6 @@ class Server(MCPServer):
                 names = ", ".join(t.name for t in await self.list_tools())
                 return failure(f"unknown tool {name}; expected one of: {names}")
             return failure(tool_message(name, exc))
-
-
-def refused_arguments(name: str, arguments: dict[str, Any], schema: dict[str, Any]) -> str | None:
-    """Why the arguments are refused before the tool runs: one it does not take, or text
-    holding a lone surrogate (no trace holds one, and no JSON encoder can write it back);
-    None when neither."""
-    known = list(schema.get("properties", {}))
-    unknown = [a for a in arguments if a not in known]
-    if unknown:
-        return (
-            f"{name}: unknown argument {', '.join(unknown)}; expected some of: {', '.join(known)}"
-        )
-    for argument, value in arguments.items():
-        if surrogate(value):
-            return (
-                f"{name}: {argument}: expected text of Unicode characters, got a lone "
-                "surrogate (half of a UTF-16 pair)"
-            )
-    return None
-
-
-def surrogate(value: Any) -> bool:
-    """Whether a JSON value holds a lone surrogate in any string."""
-    if isinstance(value, str):
-        return SURROGATE.search(value) is not None
-    if isinstance(value, dict):
-        return any(surrogate(k) or surrogate(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(surrogate(v) for v in value)
-    return False
-
-
-SURROGATE = re.compile("[\ud800-\udfff]")
-ERROR_CHARS = 1_000  # the most characters of an error line
-
-
-def tool_message(name: str, exc: ToolError) -> str:
-    """One line for a refused call: the tool's own UsageError, or the arguments the schema
-    refused (each field, why, and the value given), or an unknown tool."""
-    cause = exc.__cause__
-    if isinstance(cause, ValidationError):
-        parts = []
-        for err in cause.errors():
-            field = ".".join(str(p) for p in err["loc"]) or "arguments"
-            given = "" if err["type"] == "missing" else f", got {err.get('input')!r}"[:80]
-            parts.append(f"{field}: {err['msg']}{given}")
-        return f"{name}: " + "; ".join(parts)
-    if isinstance(cause, AcpTraceError | ToolError):
-        return tool_message(name, cause) if isinstance(cause, ToolError) else str(cause)
-    return str(cause or exc)
-
-
-def failure(message: str) -> CallToolResult:
-    """A tool error: `acp-trace: MESSAGE` on one line, trace text escaped, cut to
-    ERROR_CHARS characters (saying how many were left out)."""
-    line = terminal(" ".join(message.split("\n")))
-    if len(line) > ERROR_CHARS:
-        left = len(line) - ERROR_CHARS
-        line = f"{line[:ERROR_CHARS]}… ({count(left)} more characters left out)"
-    return CallToolResult(
-        content=[TextContent(type="text", text=f"acp-trace: {line}")], is_error=True
-    )
 
 
 def text(body: str) -> CallToolResult:

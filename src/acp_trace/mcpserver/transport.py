@@ -3,7 +3,7 @@ escape (`"\\ud800"`, which JSON allows and Unicode text cannot hold) is refused 
 parser as invalid JSON, and the request, its id unknown, was never answered: the caller hung.
 Here such a line is parsed again by Python's `json` (which keeps the lone surrogate) and
 handed on as the request it is, so that the tool refuses the argument with one line
-(`server.refused_arguments`). Every other message passes through as it came.
+(`refusals.refused_arguments`). Every other message passes through as it came.
 """
 
 from __future__ import annotations
