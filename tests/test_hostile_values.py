@@ -218,7 +218,7 @@ HOSTILE_COVERAGE = {
     "record": ["tests/record/test_reliability.py", "tests/redaction/test_redactor.py"],
     "mock": ["tests/mock/test_mock_hostile.py"],
     "watch": ["tests/watch/test_screen.py", "tests/watch/test_cli_watch.py"],
-    "mcp": ["tests/mcpserver/test_server.py"],
+    "mcp": ["tests/mcpserver/test_server.py", "tests/mcpserver/test_promise.py"],
     "drive": ["tests/drive/test_drive_hostile.py"],
     "summary": ["tests/test_hostile_values.py", "tests/cli/test_hostile.py"],
     "replays": ["tests/test_hostile_values.py", "tests/cli/test_hostile.py"],

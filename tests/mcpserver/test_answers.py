@@ -68,3 +68,23 @@ def test_a_trace_without_replays_says_so(tmp_path: Path) -> None:
     assert out["error"] == (
         "acp-trace: no replaying session/resume or session/load in these traces"
     )
+
+
+AIR_V1 = "claude-agent-acp-v1-load-air.jsonl"
+VENDOR = "vendor event jetbrains.air.loadReplayEnd"
+
+
+def test_the_vendor_end_of_replay_event_is_never_called_a_marker() -> None:
+    """A v1 load ended by claude-agent-acp's vendor event: explain_replay names it `vendor event
+    jetbrains.air.loadReplayEnd` in its steps and its time, says no sentence about it with the
+    word marker, and summary's gap note names the vendor event beside the marker."""
+    from testpaths import SAMPLES
+
+    why = call([str(SAMPLES / AIR_V1)], "explain_replay", {"trace": AIR_V1})
+    steps = [s["what"] for s in why["sessions"][0]["steps"]]
+    assert VENDOR in steps and not any("marker" in step for step in steps)
+    assert f"the {VENDOR} at 3,300 ms, then a gap of 7,346 ms" in why["time"]
+    assert "marker" not in why["time"]
+    assert "vendor end-of-replay event" in why["why"]  # what ends a v1 load's history
+    summary = call([str(SAMPLES / AIR_V1)], "summary", {})
+    assert "vendor end-of-replay event (vendor:PATH, named vendor event PATH)" in summary["gap"]

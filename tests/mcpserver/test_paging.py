@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+
 import orjson
 import pytest
 
@@ -72,3 +74,34 @@ def test_text_from_a_trace_is_escaped() -> None:
     text = dumps({"s": "a\u202eb\x9bc\x1b", "lone": "x\ud83dy"})
     assert "\u202e" not in text and "\x9b" not in text and "\x1b" not in text
     assert orjson.loads(text) == {"s": "a\u202eb\x9bc\x1b", "lone": "x\\ud83dy"}
+
+
+def forged(cursor: str, offset: object) -> str:
+    """`cursor` with its offset replaced (an integer of any size, or any JSON value)."""
+    raw = orjson.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    value = str(offset) if isinstance(offset, int) and not isinstance(offset, bool) else (
+        orjson.dumps(offset).decode()
+    )  # fmt: skip
+    text = f'{{"o":{value},"q":"{raw["q"]}","v":"{raw["v"]}"}}'
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+@pytest.mark.parametrize("offset", [10**30, -1, 10, "2", True])
+def test_a_forged_offset_is_not_a_cursor_this_server_gave(offset: object) -> None:
+    """An offset too big for any table, negative, past the end or not an integer is refused
+    as a cursor this server never gave (not blamed on other arguments, never a crash)."""
+    cursor = orjson.loads(bounded(rows(9), Page("t", {"a": 1}, None, 2), "v1"))["next_cursor"]
+    with pytest.raises(UsageError, match=r"^cursor: not a cursor this server gave"):
+        bounded(rows(9), Page("t", {"a": 1}, forged(cursor, offset), 2), "v1")
+
+
+def test_the_head_of_an_answer_is_cut_to_fit_and_says_what_it_cut() -> None:
+    """Facts at the head of 400,000 characters (a long string, a list of 400 items) leave room
+    for rows; `cut_to_fit` names each value cut with its whole size."""
+    head = {"headline": "h" * 200_000, "sessions": [{"s": "x" * 500} for _ in range(400)], "n": 3}
+    text = bounded(rows(5), Page("t"), "v1", head)
+    answer = orjson.loads(text)
+    assert len(text) <= MAX_CHARS and answer["returned"] == 5 and answer["n"] == 3
+    assert answer["cut_to_fit"]["headline"].startswith("200,000 characters, the first")
+    assert answer["cut_to_fit"]["sessions"].startswith("400 items, the first")
+    assert 0 < len(answer["sessions"]) < 400

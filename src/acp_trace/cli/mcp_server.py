@@ -6,7 +6,7 @@ from __future__ import annotations
 import glob
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -54,4 +54,12 @@ def mcp(
         folder = os.environ.get(TRACE_DIR_ENV) or str(default_trace_dir(os.environ))
         paths = [folder]  # may not exist yet: each call says so until a trace is recorded
         hint = " (the folder acp-trace record writes to; record a session into it first)"
-    serve(Store(paths, marker_meta=marker_meta, fmt=source_format, hint=hint))
+    serve(Store(paths, marker_meta=marker_meta, fmt=source_format, hint=hint), stopped)
+
+
+def stopped(signum: int) -> NoReturn:
+    """SIGTERM, SIGHUP or SIGINT while serving: one line and 128+N, at once (nothing to
+    clean up: the server wrote nothing and started no process)."""
+    from acp_trace.cli.app import _fail, _leave, stopped_by
+
+    _leave(_fail(stopped_by(signum), 128 + signum))

@@ -12,7 +12,6 @@ from typing import Any
 
 import polars as pl
 
-from acp_trace.analysis.summary import summarize
 from acp_trace.errors import UsageError
 from acp_trace.mcpserver.paging import Page, bounded
 from acp_trace.mcpserver.store import Loaded
@@ -30,8 +29,18 @@ def short(loaded: Loaded, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def skipped_files(loaded: Loaded) -> list[dict[str, str]]:
-    return [{"file": t, "problem": p} for t, p in loaded.analysis.skipped.iter_rows()]
+SKIPPED_SHOWN = 20
+
+
+def skipped_files(loaded: Loaded) -> dict[str, Any]:
+    """The files passed over (no trace, a link, not a regular file), by name and why: the
+    first SKIPPED_SHOWN, and how many more (their contents are never quoted)."""
+    rows = [(loaded.names.get(t, t), p) for t, p in loaded.analysis.skipped.iter_rows()]
+    rows += loaded.passed_over
+    return {
+        "skipped_files": [{"file": t, "problem": p} for t, p in rows[:SKIPPED_SHOWN]],
+        "skipped_files_left_out": max(0, len(rows) - SKIPPED_SHOWN),
+    }
 
 
 def only_traces(loaded: Loaded, df: pl.DataFrame, trace: str | None) -> pl.DataFrame:
@@ -51,7 +60,7 @@ def list_traces(
     """One row per trace, newest first: the `acp-trace summary` table with the start time,
     the replays by outcome and how the agent's process ended."""
     a = loaded.analysis
-    table = only_traces(loaded, summarize(a.records), trace)
+    table = only_traces(loaded, loaded.summary, trace)
     if agent is not None:
         table = table.filter(pl.col("agent").str.contains(agent, literal=True).fill_null(False))
     if protocol is not None:
@@ -80,7 +89,7 @@ def list_traces(
         )
     rows.sort(key=lambda row: row["trace"])
     rows.sort(key=lambda row: row["started_at"] or "", reverse=True)  # newest first, unknown last
-    head = {"traces": table.height, "skipped_files": skipped_files(loaded)}
+    head = {"traces": table.height, **skipped_files(loaded)}
     return bounded(short(loaded, rows), page, loaded.version, head)
 
 
@@ -145,10 +154,11 @@ def summary(loaded: Loaded, page: Page) -> str:
         },
         "findings_by_rule": rules[:30],
         "rules_left_out": max(0, len(rules) - 30),
-        "skipped_files": skipped_files(loaded)[:20],
-        "gap": "p50/p90/max: ms from the replay_complete marker (source marker) or, without "
-        "one, from the last replayed history update to the response; phase: the largest "
-        "phase the agent's stderr names inside a gap",
+        **skipped_files(loaded),
+        "gap": "p50/p90/max: ms to the response from what its gap_source names: the "
+        "replay_complete marker (marker), a vendor end-of-replay event (vendor:PATH, named "
+        "vendor event PATH), or the last replayed history update (last_history); phase: the "
+        "largest phase the agent's stderr names inside a gap",
     }
     rows = rows_json(gap_rows(a, a.skipped))
     return bounded(rows, page, loaded.version, head)

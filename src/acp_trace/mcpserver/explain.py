@@ -15,6 +15,7 @@ from typing import Any
 import polars as pl
 
 from acp_trace.analysis.replays import Window
+from acp_trace.analysis.replays.model import SessionStats
 from acp_trace.errors import UsageError
 from acp_trace.jsonrpc import INVALID_PARAMS, id_json, json_text
 from acp_trace.mcpserver.paging import Page, bounded
@@ -40,8 +41,9 @@ OUTCOMES = {
     "refused the resume",
     "open": "the trace ends with the request pending and no record of the connection "
     "ending: no response was recorded",
-    "v1_loaded": "a v1 session/load answered with success (v1 has no marker: the history ends "
-    "at the response)",
+    "v1_loaded": "a v1 session/load answered with success (v1 has no replay_complete marker: "
+    "the history ends at the response, or at the agent's vendor end-of-replay event when it "
+    "sent one)",
     "v1_failed": "a v1 session/load answered with an error, or the connection ended first",
 }
 
@@ -73,7 +75,7 @@ def explain(
         "replay": replay,
         "outcome": replay.get("outcome"),
         "why": OUTCOMES.get(str(replay.get("outcome")), ""),
-        "time": time_sentence(replay),
+        "time": time_sentence(replay, w.sessions.get(w.session)),
         "slowest_part": None,
         "request": {
             "method": w.method,
@@ -124,8 +126,18 @@ def short_rows(loaded: Loaded, rows: list[dict[str, Any]]) -> list[dict[str, Any
     return rows
 
 
-def time_sentence(r: dict[str, Any]) -> str:
-    """Where the time to the response went: waiting for the first update, replaying, the gap."""
+def end_of_replay(stats: SessionStats | None) -> str:
+    """What ended a session's replay, named as a person reads it: a `replay_complete` update
+    is the marker; a vendor end-of-replay event is `vendor event PATH` (the PATH of its
+    `gap_source`, `vendor:PATH`), whatever role the rules give it."""
+    if stats is not None and stats.marker_vendor is not None:
+        return f"vendor event {stats.marker_vendor}"
+    return "replay_complete marker"
+
+
+def time_sentence(r: dict[str, Any], stats: SessionStats | None = None) -> str:
+    """Where the time to the response went: waiting for the first update, replaying, the gap
+    (from what ended the replay, named by `end_of_replay`)."""
     response = r.get("response_ms")
     if response is None:
         return "no response was recorded, so no time to it (see end)"
@@ -138,13 +150,19 @@ def time_sentence(r: dict[str, Any]) -> str:
         )
     if r.get("marker_to_response_ms") is not None:
         parts.append(
-            f"the marker at {duration(r['marker_ms'])}, then a gap of "
+            f"the {end_of_replay(stats)} at {duration(r['marker_ms'])}, then a gap of "
             f"{duration(r['marker_to_response_ms'])} to the response"
+        )
+    elif r.get("vendor_marker_ms") is not None and stats is not None and stats.vendor_path:
+        parts.append(
+            f"no replay_complete marker; the vendor event {stats.vendor_path} at "
+            f"{duration(r['vendor_marker_ms'])}, then a gap of "
+            f"{duration(response - r['vendor_marker_ms'])} to the response"
         )
     elif r.get("last_history_to_response_ms") is not None:
         parts.append(
-            f"no marker: a gap of {duration(r['last_history_to_response_ms'])} from the last history "
-            "update to the response"
+            f"no marker: a gap of {duration(r['last_history_to_response_ms'])} from the last "
+            "history update to the response"
         )
     return "; ".join(parts)
 
@@ -191,11 +209,15 @@ def sessions(w: Window, tl: pl.DataFrame, rows: pl.DataFrame) -> list[dict[str, 
         counts.setdefault(session, {})[str(cls)] = n
     out = []
     for r in rows_json(rows):
+        stats = w.sessions.get(r["session"])
+        vendor = None if stats is None else stats.vendor_path
+        vendor_ms = r["vendor_marker_ms"] if r["marker_ms"] != r["vendor_marker_ms"] else None
         steps = [
             (r["first_update_ms"], "first update"),
             (r["last_history_ms"], f"last history update ({count(r['history_updates'])} in all, "
                                    f"{count(r['history_bytes'])} bytes)"),
-            (r["marker_ms"], "replay_complete marker"),
+            (r["marker_ms"], end_of_replay(stats)),
+            (vendor_ms, f"vendor event {vendor}"),
             (r["state_ms"], "state_update (the session's state)"),
             (r["response_ms"], f"end of the request: {w.end}"),
         ]  # fmt: skip

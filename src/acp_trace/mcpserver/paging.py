@@ -75,6 +75,11 @@ def make_cursor(offset: int, page: Page, version: str) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
+NOT_OURS = (
+    "cursor: not a cursor this server gave; pass next_cursor as it came, or call again without one"
+)
+
+
 def read_cursor(page: Page, version: str) -> tuple[int, str | None]:
     """The offset a cursor resumes at (0 without one) and a note when the traces changed
     since it was made; UsageError for a cursor this server did not give for these arguments."""
@@ -83,13 +88,12 @@ def read_cursor(page: Page, version: str) -> tuple[int, str | None]:
     text = page.cursor.strip()
     try:
         data = orjson.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
-        offset, key, made_for = int(data["o"]), str(data["q"]), str(data["v"])
+        offset, key, made_for = data["o"], str(data["q"]), str(data["v"])
     except (binascii.Error, ValueError, TypeError, KeyError, orjson.JSONDecodeError):
-        raise UsageError(
-            "cursor: not a cursor this server gave; pass next_cursor as it came, or call "
-            "again without one"
-        ) from None
-    if key != page.key() or offset < 0:
+        raise UsageError(NOT_OURS) from None
+    if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+        raise UsageError(NOT_OURS)
+    if key != page.key():
         raise UsageError(
             f"cursor: made for other arguments of {page.tool}; call again with the arguments "
             "of the page it came from, or without a cursor"
@@ -111,8 +115,12 @@ def bounded(
     """The JSON answer: `head` (facts of the whole answer), `total`, `offset`, the rows of
     this page, `next_cursor` and `left_out` (both null when nothing is left)."""
     offset, note = read_cursor(page, version)
+    if offset > len(rows):
+        if note is None:  # the same traces: this server never gave that offset
+            raise UsageError(NOT_OURS)
+        offset = len(rows)  # the traces shrank since: an empty last page that says so
     limit = max(1, min(page.limit, MAX_LIMIT))
-    head = dict(head or {})
+    head = fit(dict(head or {}), max_chars // 2)
     budget = max_chars - len(dumps(head)) - 400  # the keys below and the sentences
     shown: list[dict[str, Any]] = []
     used = 0
@@ -125,15 +133,24 @@ def bounded(
             text = dumps(row)
         shown.append(row)
         used += len(text) + 1
-    end = offset + len(shown)
-    left = max(0, len(rows) - end)
-    answer = {**head, "total": len(rows), "offset": offset, "returned": len(shown)}
-    answer["rows"] = shown
-    answer["next_cursor"] = make_cursor(end, page, version) if left else None
-    answer["left_out"] = _left_out(left, end, len(shown) < min(limit, len(rows) - offset))
-    if note:
-        answer["note"] = note
-    return dumps(answer)
+    while True:
+        end = offset + len(shown)
+        left = max(0, len(rows) - end)
+        answer = {**head, "total": len(rows), "offset": offset, "returned": len(shown)}
+        answer["rows"] = shown
+        answer["next_cursor"] = make_cursor(end, page, version) if left else None
+        answer["left_out"] = _left_out(left, end, len(shown) < min(limit, len(rows) - offset))
+        if note:
+            answer["note"] = note
+        text = dumps(answer)
+        if len(text) <= max_chars:
+            return text
+        if shown:  # escapes the estimate missed: one row fewer
+            shown = shown[:-1]
+        elif head != HEAD_LEFT_OUT:  # the head itself: only that it was left out is said
+            head = HEAD_LEFT_OUT
+        else:
+            raise AssertionError(f"an empty page is over {max_chars} characters")
 
 
 def _left_out(left: int, end: int, capped: bool) -> str | None:
@@ -168,3 +185,61 @@ def shrink(row: dict[str, Any], budget: int) -> dict[str, Any]:
     if cut:
         out["cut"] = {k: f"{count(n)} characters, the first ones shown" for k, n in cut.items()}
     return out
+
+
+CUT_NOTE = "cut_to_fit"  # the key of a value that says what `fit` left out of the others
+HEAD_LEFT_OUT = {CUT_NOTE: "the facts of this answer were over the size cap: left out"}
+
+
+def fit(value: dict[str, Any], room: int) -> dict[str, Any]:
+    """`value` (the facts at the head of an answer) cut until its JSON fits `room`
+    characters: the longest strings to their first characters, the longest lists to their
+    first items; `cut_to_fit` says what was cut and how long it was."""
+    if len(dumps(value)) <= room:
+        return value
+    cut: dict[str, str] = {}
+    sizes = {k: len(dumps(v)) + len(dumps(k)) + 1 for k, v in value.items()}
+    small = {k for k, n in sizes.items() if n <= room // (4 * len(value))}  # kept whole
+    big = [k for k in value if k not in small]
+    share = max(MIN_VALUE, (room - 400 - sum(sizes[k] for k in small)) // max(1, len(big)))
+    out = {k: v if k in small else _fit_part(v, share, k, cut) for k, v in value.items()}
+    while len(dumps(out)) + len(dumps(cut)) > room - 200:  # still over: drop the longest
+        longest = max(out, key=lambda k: len(dumps(out[k])), default=None)
+        if longest is None or out[longest] is None:
+            break
+        cut[longest] = f"{count(len(dumps(out[longest])))} characters of JSON, left out"
+        out[longest] = None
+    if len(dumps(cut)) > room // 4:
+        cut = {"values": f"{count(len(cut))} values cut to fit the size cap"}
+    out[CUT_NOTE] = cut
+    return out
+
+
+def _fit_part(value: Any, room: int, where: str, cut: dict[str, str]) -> Any:
+    """One value cut to about `room` characters of JSON (see `fit`); `where` names it."""
+    size = len(dumps(value))
+    if size <= room:
+        return value
+    if isinstance(value, str):
+        keep = max(MIN_VALUE, room * len(value) // size - 1)
+        cut[where[:MIN_VALUE]] = f"{count(len(value))} characters, the first {count(keep)} shown"
+        return value[:keep] + "…"
+    if isinstance(value, list | tuple):
+        shown: list[Any] = []
+        used = 2
+        for item in value:
+            item = _fit_part(item, max(MIN_VALUE, room // 4), f"{where}[{len(shown)}]", cut)
+            used += len(dumps(item)) + 1
+            if used > room and shown:
+                break
+            shown.append(item)
+        left = len(value) - len(shown)
+        if left:
+            cut[where[:MIN_VALUE]] = (
+                f"{count(len(value))} items, the first {count(len(shown))} shown"
+            )
+        return shown
+    if isinstance(value, dict):
+        share = max(MIN_VALUE, room // max(1, len(value)))
+        return {k: _fit_part(v, share, f"{where}.{k}", cut) for k, v in value.items()}
+    return value

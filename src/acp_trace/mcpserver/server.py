@@ -11,23 +11,28 @@ from __future__ import annotations
 
 import base64
 import logging
+import signal
+import struct
 import sys
 import traceback
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NoReturn
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.stdio import stdio_server
 from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
-from pydantic import Field, ValidationError
+from pydantic import Field
 
 from acp_trace import __version__
 from acp_trace.errors import AcpTraceError
-from acp_trace.mcpserver import answers, explain, timeline
+from acp_trace.mcpserver import answers, charts, explain, timeline
 from acp_trace.mcpserver.paging import DEFAULT_LIMIT, MAX_LIMIT, Page
+from acp_trace.mcpserver.refusals import failure, refused_arguments, tool_message
 from acp_trace.mcpserver.store import Loaded, Store
+from acp_trace.mcpserver.transport import Mended
 from acp_trace.quantities import count
-from acp_trace.render.escape import terminal
 
 INSTRUCTIONS = (
     "Read-only answers about Agent Client Protocol (ACP) traces recorded by acp-trace: why a "
@@ -52,9 +57,22 @@ Limit = Annotated[int, Field(ge=1, le=MAX_LIMIT, description="Rows per page.")]
 
 
 class Server(MCPServer):
-    """MCPServer whose tool errors are one line each: what was wrong, as the CLI says it."""
+    """MCPServer whose tool errors are one line each: what was wrong, as the CLI says it;
+    over stdio, a request holding a lone surrogate is answered too (transport.py)."""
+
+    async def run_stdio_async(self) -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await self._lowlevel_server.run(
+                Mended(read_stream),
+                write_stream,
+                self._lowlevel_server.create_initialization_options(),
+            )
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        schema = self._tool_input_schema(name)
+        refused = None if schema is None else refused_arguments(name, arguments or {}, schema)
+        if refused is not None:
+            return failure(refused)
         try:
             return await super().call_tool(name, arguments, context)
         except UnexpectedToolError as exc:  # a bug: the traceback goes to the host's log
@@ -66,30 +84,6 @@ class Server(MCPServer):
                 names = ", ".join(t.name for t in await self.list_tools())
                 return failure(f"unknown tool {name}; expected one of: {names}")
             return failure(tool_message(name, exc))
-
-
-def tool_message(name: str, exc: ToolError) -> str:
-    """One line for a refused call: the tool's own UsageError, or the arguments the schema
-    refused (each field, why, and the value given), or an unknown tool."""
-    cause = exc.__cause__
-    if isinstance(cause, ValidationError):
-        parts = []
-        for err in cause.errors():
-            field = ".".join(str(p) for p in err["loc"]) or "arguments"
-            given = "" if err["type"] == "missing" else f", got {err.get('input')!r}"[:80]
-            parts.append(f"{field}: {err['msg']}{given}")
-        return f"{name}: " + "; ".join(parts)
-    if isinstance(cause, AcpTraceError | ToolError):
-        return tool_message(name, cause) if isinstance(cause, ToolError) else str(cause)
-    return str(cause or exc)
-
-
-def failure(message: str) -> CallToolResult:
-    """A tool error: `acp-trace: MESSAGE` on one line, trace text escaped."""
-    line = terminal(" ".join(message.split("\n")))
-    return CallToolResult(
-        content=[TextContent(type="text", text=f"acp-trace: {line}")], is_error=True
-    )
 
 
 def text(body: str) -> CallToolResult:
@@ -268,11 +262,16 @@ def build(store: Store) -> Server:
         timeline of one replay (the slowest that matches), or request latency."""
         try:
             with store.busy:
-                png = timeline.chart(store.load(), kind, trace, session, request)
+                png = charts.chart(store.load(), kind, trace, session, request)
         except AcpTraceError as exc:
             raise ToolError(str(exc)) from exc
         data = base64.b64encode(png).decode()
-        caption = f"acp-trace plot --kind {kind}: a PNG of {count(len(png))} bytes, drawn in memory"
+        width, height = struct.unpack(">II", png[16:24])  # the PNG's IHDR
+        caption = (
+            f"acp-trace plot --kind {kind}: a PNG of {width}x{height} pixels, {count(len(png))} "
+            f"bytes ({count(len(data))} base64 characters, at most {count(charts.PLOT_CHARS)}), "
+            "drawn in memory"
+        )
         return CallToolResult(content=[ImageContent(type="image", data=data, mime_type="image/png"),
                                        TextContent(type="text", text=caption)])  # fmt: skip
 
@@ -280,6 +279,28 @@ def build(store: Store) -> Server:
     return server
 
 
-def serve(store: Store) -> None:
-    """Answer MCP requests on stdin and stdout until the host closes stdin."""
-    build(store).run("stdio")
+STOPPING = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+
+
+def serve(store: Store, stop: Callable[[int], NoReturn]) -> None:
+    """Answer MCP requests on stdin and stdout until the host closes stdin, or until SIGTERM,
+    SIGHUP or SIGINT (one the caller ignores, as `nohup` does, stays ignored): then
+    `stop(signum)` ends the process at once. The signal is taken in the event loop, never as
+    an exception inside it: unwinding would wait for the thread that reads stdin, which
+    returns only when the host writes a line or closes it."""
+    server = build(store)
+    signals = [s for s in STOPPING if signal.getsignal(s) is not signal.SIG_IGN]
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+
+            async def watch() -> None:
+                with anyio.open_signal_receiver(*signals) as received:
+                    async for signum in received:
+                        stop(signum)
+
+            tg.start_soon(watch)
+            await server.run_stdio_async()
+            tg.cancel_scope.cancel()
+
+    anyio.run(main)

@@ -1,5 +1,5 @@
 """`timeline`: what happened, message by message, as rows (the rows `acp-trace timeline`
-prints), and `plot`: a chart of `acp-trace plot` as PNG bytes, drawn in memory.
+prints); the charts are `charts.py`.
 
 A timeline row names the message (method, id, update kind and class, latency, error code,
 size) and never holds its contents unless the caller asks (`include_contents`): prompts,
@@ -10,7 +10,6 @@ name the phases of a gap.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Sequence
 from typing import Any, overload
 
@@ -132,26 +131,3 @@ def row(r: dict[str, Any], loaded: Loaded, include_contents: bool) -> dict[str, 
         except orjson.JSONDecodeError:
             out["message"] = r["msg"]
     return out
-
-
-def chart(
-    loaded: Loaded, kind: str, trace: str | None, session: str | None, request: str | None
-) -> bytes:
-    """The PNG of one chart (gap, replay, latency), drawn in memory."""
-    from acp_trace.render import plots
-    from acp_trace.render.plots._common import DPI
-
-    if kind != "replay" and any(v is not None for v in (trace, session, request)):
-        raise UsageError(f"trace, session and request choose a replay: use kind replay, not {kind}")
-    full = None
-    if trace is not None:
-        full = loaded.full_name(trace)
-        if full is None:
-            raise UsageError(f"trace {trace}: no such trace; {loaded.choices()}")
-    try:
-        figure = plots.figure(loaded.analysis, kind, session=session, request=request, trace=full)
-    except UsageError as exc:
-        raise UsageError(str(exc).removeprefix("--")) from None
-    out = io.BytesIO()
-    figure.savefig(out, format="png", dpi=DPI)
-    return out.getvalue()
