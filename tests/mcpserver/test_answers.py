@@ -88,3 +88,31 @@ def test_the_vendor_end_of_replay_event_is_never_called_a_marker() -> None:
     assert "vendor end-of-replay event" in why["why"]  # what ends a v1 load's history
     summary = call([str(SAMPLES / AIR_V1)], "summary", {})
     assert "vendor end-of-replay event (vendor:PATH, named vendor event PATH)" in summary["gap"]
+
+
+def test_explain_replay_says_whether_the_replay_is_the_session(tmp_path: Path) -> None:
+    """explain_replay answers "is the replay the session?": against an earlier replay, the
+    counts and the first differences; with nothing to compare, why not."""
+    b = TraceBuilder()
+    ids = []
+    for suffix in ("", "-again"):
+        rid = b.resume("s1")
+        ids.append(rid)
+        for i in range(2):
+            text = [{"type": "text", "text": f"m{i}"}]
+            b.update("s1", "agent_message", messageId=f"m{i}{suffix}", content=text)
+        b.marker("s1")
+        b.response(rid, {})
+    trace = b.write(tmp_path / "twice.jsonl")
+    second = call([str(trace)], "explain_replay", {"session": "s1", "request": str(ids[1])})
+    said = second["is_the_replay_the_session"]
+    assert said["answer"] == "no: 2 id changed" and said["id_changed"] == 2
+    assert said["source"].startswith("the earlier replay at ") and said["source_messages"] == 2
+    first = said["first_differences"][0]
+    assert (first["what"], first["source_id"], first["replay_id"]) == (
+        "id_changed",
+        "m0",
+        "m0-again",
+    )
+    alone = call([str(trace)], "explain_replay", {"session": "s1", "request": str(ids[0])})
+    assert alone["is_the_replay_the_session"]["answer"].startswith("not compared")

@@ -18,6 +18,7 @@ from acp_trace.analysis.replays import Window
 from acp_trace.analysis.replays.model import SessionStats
 from acp_trace.errors import UsageError
 from acp_trace.jsonrpc import INVALID_PARAMS, id_json, json_text
+from acp_trace.mcpserver.fidelity import fidelity_said
 from acp_trace.mcpserver.paging import Page, bounded
 from acp_trace.mcpserver.store import Loaded
 from acp_trace.quantities import count, duration
@@ -86,6 +87,7 @@ def explain(
         "end": ending(w, tl),
         "sessions": sessions(w, tl, rows),
         "gap_stderr": gap_stderr(a, w, replay),
+        "is_the_replay_the_session": fidelity_said(a, w),
         "replays_matching": matching,
     }
     head["slowest_part"] = slowest_part(replay, head["gap_stderr"]["largest_phase_in_gap"])
