@@ -5,6 +5,7 @@ once, with the count and the first example. All blame the agent."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 from acp_trace.analysis.checks.registry import Context, Finding, rule
 from acp_trace.fidelity import Difference, ReplayFidelity
@@ -12,7 +13,6 @@ from acp_trace.fidelity.messages import exact_key
 from acp_trace.jsonrpc import json_text
 from acp_trace.quantities import count, counted
 
-# rule -> (what it counts, the differences it shows, what each is called in a message)
 _Count = Callable[[ReplayFidelity], int | None]
 
 
@@ -73,119 +73,104 @@ def _id_at(ident: object, seq: int | None) -> str:
     return at if ident is None else f"{json_text(ident)} at {at}"
 
 
-@rule(
-    "replay-prompt-id-changed",
-    "error",
-    "a prompt's user message replayed under another messageId, or its id with other content",
-)
-def prompt_id_changed(ctx: Context) -> Iterator[Finding]:
-    yield from _findings(
-        ctx,
+class FidelityRule(NamedTuple):
+    """A rule of the catalogue, what it counts per replay row, the kind of difference its
+    example is, and how a message says what happened (`N <noun>s <said>`)."""
+
+    id: str
+    severity: str
+    summary: str
+    counted_by: _Count
+    what: str
+    noun: str
+    said: str
+
+
+FIDELITY_RULES = (
+    FidelityRule(
         "replay-prompt-id-changed",
+        "error",
+        "a prompt's user message replayed under another messageId, or its id with other content",
         lambda f: f.prompt_id_changed if f.span.v2 else 0,
         "prompt_id_changed",
         "user message",
         "not under the messageId its session/prompt response returned, or under that id with "
         "other content (acp-tck ACP-RESUME-204)",
-    )
-
-
-@rule(
-    "replay-chunk-before-message",
-    "error",
-    "a replayed chunk came before the whole-message update of its messageId",
-)
-def chunk_before_message(ctx: Context) -> Iterator[Finding]:
-    yield from _findings(
-        ctx,
+    ),
+    FidelityRule(
         "replay-chunk-before-message",
+        "error",
+        "a replayed chunk came before the whole-message update of its messageId",
         lambda f: f.chunks_before_message,
         "chunk_before_message",
         "chunk",
         "before the whole-message update of its messageId (acp-tck ACP-RESUME-205)",
-    )
-
-
-@rule(
-    "replay-duplicate-message",
-    "warning",
-    "a replay repeated a whole message or a tool call under the same id",
-)
-def duplicate_message(ctx: Context) -> Iterator[Finding]:
-    yield from _findings(
-        ctx,
+    ),
+    FidelityRule(
         "replay-duplicate-message",
+        "warning",
+        "a replay repeated a whole message or a tool call under the same id",
         lambda f: f.replay_duplicated,
         "duplicated",
         "repeated update",
         "(a whole-message update or tool_call whose id was already replayed in the window)",
-    )
-
-
-@rule(
-    "replay-id-unstable",
-    "warning",
-    "a replayed message matched its source by content under another id",
-)
-def id_unstable(ctx: Context) -> Iterator[Finding]:
-    yield from _findings(
-        ctx,
+    ),
+    FidelityRule(
         "replay-id-unstable",
+        "warning",
+        "a replayed message matched its source by content under another id",
         lambda f: f.unstable_ids,
         "id_changed",
         "message",
         "replayed under another id than its source's (a client that deduplicates by id shows "
         "it twice)",
-    )
-
-
-@rule("replay-reordered", "warning", "a replay carried messages out of the order of its source")
-def reordered(ctx: Context) -> Iterator[Finding]:
-    yield from _findings(
-        ctx,
+    ),
+    FidelityRule(
         "replay-reordered",
+        "warning",
+        "a replay carried messages out of the order of its source",
         lambda f: f.replay_reordered,
         "reordered",
         "message",
         "out of its source's order",
-    )
-
-
-@rule(
-    "replay-truncated-content",
-    "warning",
-    "a replayed message or tool call carried less content than its source",
-)
-def truncated_content(ctx: Context) -> Iterator[Finding]:
-    yield from _findings(
-        ctx,
+    ),
+    FidelityRule(
         "replay-truncated-content",
+        "warning",
+        "a replayed message or tool call carried less content than its source",
         lambda f: f.replay_truncated,
         "truncated",
         "message",
         "with less content than its source",
-    )
-
-
-@rule("replay-missing-messages", "info", "a replay left out messages of its source")
-def missing_messages(ctx: Context) -> Iterator[Finding]:
-    yield from _findings(
-        ctx,
+    ),
+    FidelityRule(
         "replay-missing-messages",
+        "info",
+        "a replay left out messages of its source",
         lambda f: f.replay_missing,
         "missing",
         "source message",
         "not replayed (v2 allows a replay to leave messages out)",
-    )
-
-
-@rule("replay-extra-messages", "info", "a replay carried messages its complete source lacks")
-def extra_messages(ctx: Context) -> Iterator[Finding]:
-    yield from _findings(
-        ctx,
+    ),
+    FidelityRule(
         "replay-extra-messages",
+        "info",
+        "a replay carried messages its complete source lacks",
         lambda f: f.replay_extra,
         "extra",
         "replayed message",
         "that its complete source lacks",
-    )
+    ),
+)
+
+
+def _check(r: FidelityRule) -> Callable[[Context], Iterator[Finding]]:
+    def check(ctx: Context) -> Iterator[Finding]:
+        yield from _findings(ctx, r.id, r.counted_by, r.what, r.noun, r.said)
+
+    check.__name__ = r.id.replace("-", "_")
+    return check
+
+
+for _r in FIDELITY_RULES:  # registered in catalogue order
+    rule(_r.id, _r.severity, _r.summary)(_check(_r))
