@@ -52,11 +52,12 @@ def client_options(args: tuple[str, ...]) -> dict[str, Any]:
     flags = {"--air"}  # the options that take no value
     valued = [a for a in args if a not in flags]
     pairs = dict(zip(valued[::2], valued[1::2], strict=True))  # the others take one each
+    # (--prompt repeats: all of them, in order)
     out: dict[str, Any] = {"protocol": int(pairs.get("--protocol", "2")), "air": "--air" in args}
     out["session"] = pairs.get("--session")
     out["resumes"] = int(pairs.get("--resumes", "1"))
     out["cursor"] = pairs.get("--cursor", "start")
-    out["prompt"] = pairs.get("--prompt")
+    out["prompts"] = tuple(v for k, v in zip(valued[::2], valued[1::2]) if k == "--prompt")
     out["cwd"] = pairs.get("--cwd", "/home/user/project")
     return out
 
