@@ -57,7 +57,9 @@ def client_options(args: tuple[str, ...]) -> dict[str, Any]:
     out["session"] = pairs.get("--session")
     out["resumes"] = int(pairs.get("--resumes", "1"))
     out["cursor"] = pairs.get("--cursor", "start")
-    out["prompts"] = tuple(v for k, v in zip(valued[::2], valued[1::2]) if k == "--prompt")
+    out["prompts"] = tuple(
+        v for k, v in zip(valued[::2], valued[1::2], strict=True) if k == "--prompt"
+    )
     out["cwd"] = pairs.get("--cwd", "/home/user/project")
     return out
 
