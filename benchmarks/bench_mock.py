@@ -37,9 +37,11 @@ DEFAULT = {
     "codex-acp-ts-v1-load": (1, REAL, 1),
     "codex-acp-rs-v1-load": (1, REAL, 1),
     "gemini-cli-v1-load": (1, REAL, 1),
-    "demo-v2-cold-start": (2, "sess_demo", 5),
-    "demo-v2-children": (2, "sess_demo", 1),
+    "demo-v2-cold-start": (2, "sess_v2_cold_start", 5),
+    "demo-v2-children": (2, "sess_v2_children", 1),
 }
+# the demo samples open their session and prompt on it first (sample_traces/README.md)
+DEMO_PROMPTS = ("Summarize the replayed history in one line.",)
 FROM_REQUEST = ["first_update_ms", "marker_ms", "last_history_ms", "state_ms", "response_ms"]
 GAPS = ["marker_to_response_ms", "last_history_to_response_ms"]
 P50_MS, P90_MS = 5.0, 25.0  # the tolerance docs/mock.md states, for |delta|
@@ -54,6 +56,7 @@ def round_trip(name: str, out: Path, speed: str) -> None:
         protocol=protocol,
         session=session,
         resumes=resumes,
+        prompts=DEMO_PROMPTS if name.startswith("demo-") else (),
         cwd="/home/user/project",
         timeout=120,
         grace=10,

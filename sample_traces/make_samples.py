@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import polars as pl
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests" / "peers"))
@@ -31,15 +32,20 @@ import peerlib  # noqa: E402
 
 import acp_trace  # noqa: E402
 from acp_trace.demo.agent import FAULTS  # noqa: E402
+from acp_trace.demo.fidelity_faults import FIDELITY_FAULTS  # noqa: E402
 from acp_trace.demo.run import acp_trace_command as acp  # noqa: E402
 
 WORK = Path("/tmp/acp-trace-samples")
 FAKE_CWD = "/home/user/project"
 PEER_SID = "0198c0de-0000-7000-8000-000000000200"
 PEER_TURNS = 200
-# The correct demo samples start with session/new and a prompt (so the latency chart has prompt
-# turns: first chunk, end of turn), then resume or load that new session.
+# The correct demo samples open the agent's session from before (sess_demo, its fabricated
+# history) without replay, prompt on it (so the latency chart has prompt turns: first chunk, end
+# of turn, and the replay a live source), then resume or load it.
 PROMPT = ("--prompt", "Summarize the replayed history in one line.")
+OPENED = ("--session", "sess_demo", *PROMPT)
+# A new session and two prompts: all of its history is in the trace (`source_complete`).
+TWO_TURNS = (*PROMPT, "--prompt", "Then name the files it touched.")
 # The whole chain runs where /home/user/project exists: a private tmpfs on /home.
 WITH_FAKE_CWD = (
     "unshare",
@@ -123,31 +129,40 @@ PEERS = [
 DEMO = [
     Sample(
         "demo-v2-complete",
-        "demo agent, v2: a new session and a prompt, then its replay, marker, snapshot, "
+        "demo agent, v2: a session from before (200 turns) opened without replay and a "
+        "prompt, then its replay (the history and the prompt's turn), marker, snapshot, "
         "response (`complete`)",
         agent=("--turns", "200"),
-        client=PROMPT,
+        client=OPENED,
     ),
     Sample(
         "demo-v1-load",
-        "demo agent, v1: a new session and a prompt, then its load (`v1_loaded`)",
+        "demo agent, v1: a session from before (200 turns) opened by session/resume and a "
+        "prompt, then its load (`v1_loaded`)",
         1,
         agent=("--turns", "200"),
-        client=PROMPT,
+        client=OPENED,
     ),
     Sample(
         "demo-v2-children",
-        "demo agent, v2: a new session and a prompt, then a replay with two child sessions, "
-        "each announced, replayed and marked",
+        "demo agent, v2: a session from before opened without replay and a prompt, then a "
+        "replay with two child sessions, each announced, replayed and marked",
         agent=("--turns", "50", "--children", "2"),
-        client=PROMPT,
+        client=OPENED,
     ),
     Sample(
         "demo-v2-cold-start",
-        "demo agent, v2: a new session and a prompt, then 5 resumes with a cold-start gap "
-        "drawn from lognormal(0.7, 0.5) s between marker and response",
+        "demo agent, v2: a session from before opened without replay and a prompt, then 5 "
+        "resumes with a cold-start gap drawn from lognormal(0.7, 0.5) s between marker and "
+        "response",
         agent=("--turns", "50", "--gap", "lognormal:0.7,0.5", "--seed", "7"),
-        client=(*PROMPT, "--resumes", "5"),
+        client=(*OPENED, "--resumes", "5"),
+    ),
+    Sample(
+        "demo-v2-new-session",
+        "demo agent, v2: a new session and two prompts, then its replay: the session's own two "
+        "turns, all of its history in the trace (`source_complete`)",
+        client=TWO_TURNS,
     ),
 ]
 # Per fault: extra demo-agent options, then Sample fields that differ from the default.
@@ -161,6 +176,8 @@ FAULT_SAMPLE: dict[str, dict[str, Any]] = {
     "marker-unexpected": {"client": ("--cursor", "none")},
     "replay-without-cursor": {"client": ("--session", "sess_demo", "--cursor", "none")},
     "crash-mid-replay": {"ok_exit": (1,)},
+    # the fidelity faults: a new session and two turns, the source of its replay (complete)
+    **{fault: {"client": TWO_TURNS} for fault in FIDELITY_FAULTS},
 }
 
 
@@ -188,8 +205,20 @@ def shown(argv: list[str]) -> str:
     return text.replace(str(peerlib.cache_root()), "~/.cache/acp-trace/peers")
 
 
+def own_session(sample: Sample) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The demo agent's and client's options, with session ids of the sample's own: the
+    analyzer takes equal ids in traces analyzed together (`acp-trace check sample_traces/`)
+    for one session, whose replays it compares (rules.md "Replay fidelity")."""
+    sid = "sess_" + sample.name.removeprefix("demo-").removeprefix("fault-").replace("-", "_")
+    if "--session" in sample.client:
+        client = tuple(sid if arg == "sess_demo" else arg for arg in sample.client)
+        return ("--session", sid, *sample.agent), client
+    return ("--new-session-prefix", f"{sid}_", *sample.agent), sample.client
+
+
 def make_demo(sample: Sample, out: Path) -> str:
-    agent = acp("demo-agent", *sample.agent)
+    agent_args, client_args = own_session(sample)
+    agent = acp("demo-agent", *agent_args)
     tap = acp("record", "-o", out.name, "--", *agent)
     client = acp(
         "demo-client",
@@ -197,14 +226,14 @@ def make_demo(sample: Sample, out: Path) -> str:
         str(sample.protocol),
         "--cwd",
         FAKE_CWD,
-        *sample.client,
+        *client_args,
         "--",
         *tap,
     )
     done = subprocess.run(client, cwd=out.parent, capture_output=True, check=False)
     if done.returncode not in sample.ok_exit:
         raise SystemExit(f"{sample.name}: exit {done.returncode}: {done.stderr.decode()}")
-    fix_header(out, ["acp-trace", "demo-agent", *sample.agent])
+    fix_header(out, ["acp-trace", "demo-agent", *agent_args])
     return shown(client)
 
 
@@ -263,11 +292,13 @@ def fix_header(path: Path, command: list[str]) -> None:
     path.chmod(0o644)
 
 
-def describe(path: Path) -> tuple[str, str]:
-    """Outcomes and finding rule ids as the analyzer sees them."""
-    rows = acp_trace.replays([path])
+def describe(analysis: acp_trace.Analysis, path: Path) -> tuple[str, str]:
+    """Outcomes and finding rule ids as the analyzer sees them in the whole folder (as
+    `acp-trace check sample_traces/` does: a replay's source is looked for in every trace)."""
+    rows = analysis.replays.filter(pl.col("trace") == str(path))
     outcomes = ", ".join(f"{s}: {o}" for s, o in rows.select("session", "outcome").iter_rows())
-    rules = sorted(set(acp_trace.check([path])["rule"].to_list()))
+    found = analysis.findings().filter(pl.col("trace") == str(path))
+    rules = sorted(set(found["rule"].to_list()))
     return outcomes or "-", ", ".join(rules) or "-"
 
 
@@ -300,8 +331,9 @@ def write_readme(made: dict[str, tuple[Sample, str]]) -> None:
         "| trace | what it shows | outcomes (session: outcome) | findings |\n",
         "|---|---|---|---|\n",
     ]
+    analysis = acp_trace.analyze(HERE)
     for name, (sample, _cmd) in made.items():
-        outcomes, rules = describe(HERE / f"{name}.jsonl")
+        outcomes, rules = describe(analysis, HERE / f"{name}.jsonl")
         lines.append(f"| `{name}.jsonl` | {sample.says} | {outcomes} | {rules} |\n")
     lines.append(
         "\n## Commands\n\nEach made by `python sample_traces/make_samples.py NAME`, which runs:\n\n"

@@ -175,8 +175,9 @@ def test_unknown_session_is_answered_32002(tmp_path: Path) -> None:
 
 def test_new_session_prompt_and_resume_replays_the_prompt(tmp_path: Path) -> None:
     """session/new, a v2 prompt (acceptance naming the user message, its echo under that id,
-    idle with stopReason), then a resume replaying it under the same message ids."""
-    result, msgs, tokens = talk(tmp_path, "--turns", "1", session=None, prompt="hi there")
+    idle with stopReason), then a resume replaying it, and only it (the new session has no
+    history from before), whole (the chunks add up to the message) under the same ids."""
+    result, msgs, tokens = talk(tmp_path, "--turns", "1", session=None, prompts=("hi there",))
     assert [e.method for e in result.exchanges] == [
         "initialize",
         "session/new",
@@ -193,9 +194,9 @@ def test_new_session_prompt_and_resume_replays_the_prompt(tmp_path: Path) -> Non
         for m in msgs
         if token(m) == f"h:{sid}:agent_message_chunk"
     ]
-    assert "".join(echoed).split() == ["hi", "there"]
+    assert "".join(echoed) == "hi there"
     resume = replay_tokens(tokens, 3)
-    assert len(history(resume[resume.index(f"state:{sid}:idle") + 1 :], sid)) == 4
+    assert len(history(resume[resume.index(f"state:{sid}:idle") + 1 :], sid)) == 2
     accepted = next(m for m in msgs if m.get("id") == 2)["result"]
     users = [m["params"]["update"] for m in msgs if token(m) == f"h:{sid}:user_message"]
     assert accepted == {"messageId": users[0]["messageId"]}
@@ -206,7 +207,7 @@ def test_new_session_prompt_and_resume_replays_the_prompt(tmp_path: Path) -> Non
 
 def test_v1_prompt_answers_stop_reason_after_the_echo(tmp_path: Path) -> None:
     """A v1 prompt streams the echo, then answers {stopReason: end_turn}."""
-    _r, msgs, tokens = talk(tmp_path, session=None, prompt="one two", protocol=1, resumes=0)
+    _r, msgs, tokens = talk(tmp_path, session=None, prompts=("one two",), protocol=1, resumes=0)
     assert replay_tokens(tokens, 2)[-1] == "ok:2"
     assert msgs[-1]["result"] == {"stopReason": "end_turn"}
     assert len(replay_tokens(tokens, 2)) == 3
@@ -374,7 +375,7 @@ def test_parse_gap_refuses_bad_specs(spec: str) -> None:
 def test_a_request_line_over_64_kib_is_read_whole(tmp_path: Path) -> None:
     """A 200 kB prompt line (past asyncio's 64 KiB default) is read and echoed whole."""
     text = "x" * 200_000
-    _r, msgs, _t = talk(tmp_path, session=None, prompt=text, protocol=1, resumes=0)
+    _r, msgs, _t = talk(tmp_path, session=None, prompts=(text,), protocol=1, resumes=0)
     echoed = [m["params"]["update"]["content"]["text"] for m in msgs if "params" in m]
     assert "".join(echoed).strip() == text
     assert msgs[-1]["result"] == {"stopReason": "end_turn"}

@@ -165,3 +165,39 @@ def test_cli_exits_1_and_says_why_when_the_agent_dies(tmp_path: Path) -> None:
     done = subprocess.run(cmd, capture_output=True, timeout=60, check=False)
     assert done.returncode == 1
     assert b"acp-trace: demo-client: the connection ended before the response" in done.stderr
+
+
+def test_prompts_on_a_session_from_before_come_after_a_resume_without_replay(
+    tmp_path: Path,
+) -> None:
+    """--session with prompts: the session is opened by a resume without replayFrom, the
+    prompts follow in order, then the replaying resumes."""
+    result, folder = fake(tmp_path, session="old", prompts=("one", "two"), protocol=1)
+    assert result.finished
+    requests = [m for m in sent(folder) if "method" in m]
+    assert [m["method"] for m in requests] == [
+        "initialize",
+        "session/load",  # v1, and the fake agent offers no session/resume: a load opens it
+        "session/prompt",
+        "session/prompt",
+        "session/load",
+    ]
+    assert [m["params"]["prompt"][0]["text"] for m in requests[2:4]] == ["one", "two"]
+
+
+def test_cli_prompt_repeats_and_new_sessions_take_the_prefix(tmp_path: Path) -> None:
+    """`--prompt A --prompt B` sends both turns before the replay; the agent's
+    --new-session-prefix names the session session/new makes."""
+    agent = [sys.executable, "-m", "acp_trace", "demo-agent", "--new-session-prefix", "mine_"]
+    cmd = [sys.executable, "-m", "acp_trace", "demo-client", "--summary"]
+    cmd += ["--prompt", "first", "--prompt", "second", "--", *agent]
+    done = subprocess.run(cmd, capture_output=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    lines = [line.split(":")[0] for line in done.stdout.decode().splitlines()[1:]]
+    assert lines == [
+        "initialize",
+        "session/new",
+        "session/prompt mine_1",
+        "session/prompt mine_1",
+        "session/resume mine_1",
+    ]

@@ -13,18 +13,19 @@ import acp_trace
 from acp_trace.analysis.schema.catalog import schema
 from acp_trace.demo.agent import FAULTS
 from acp_trace.demo.client import ClientOptions, run_client
+from acp_trace.demo.fidelity_faults import FIDELITY_FAULTS
 from acp_trace.demo.run import acp_trace_command
 from acp_trace.demo.window import live_step, permission_params
 
 # name -> (protocol, agent options, client options): every correct thing the agent does
 CORRECT: dict[str, tuple[int, tuple[str, ...], dict[str, Any]]] = {
     "v1-load": (1, ("--turns", "3"), {"session": "sess_demo"}),
-    "v1-prompt-load": (1, ("--turns", "2"), {"prompt": "hello there"}),
+    "v1-prompt-load": (1, ("--turns", "2"), {"prompts": ("hello there",)}),
     "v1-children": (1, ("--turns", "2", "--children", "2"), {"session": "sess_demo"}),
     "v1-unknown-session": (1, (), {"session": "nobody"}),
     "v2-resume": (2, ("--turns", "3"), {"session": "sess_demo"}),
-    "v2-prompt-resume": (2, ("--turns", "2"), {"prompt": "hello there", "resumes": 2}),
-    "v2-children": (2, ("--turns", "2", "--children", "2"), {"prompt": "hi"}),
+    "v2-prompt-resume": (2, ("--turns", "2"), {"prompts": ("hello there",), "resumes": 2}),
+    "v2-children": (2, ("--turns", "2", "--children", "2"), {"prompts": ("hi",)}),
     "v2-no-cursor": (2, ("--turns", "2"), {"session": "sess_demo", "cursor": "none"}),
     "v2-cursor-rejected": (2, ("--turns", "2"), {"session": "sess_demo", "cursor": "_vendor"}),
     "v2-unknown-session": (2, (), {"session": "nobody"}),
@@ -51,6 +52,8 @@ BREAKS: dict[str, set[str]] = {
     "truncate": set(),  # a cut replay answered with an error: `truncated`, no rule
     "non-json-line": {"non-json-line"},
     "orphan-response": {"orphan-response"},
+    # the fidelity faults, on a new session's replay of its two turns (a complete source)
+    **{fault: {fault} for fault in FIDELITY_FAULTS},
 }
 V1_FAULTS = {"load-updates-after-response"}
 NO_CURSOR = {"marker-unexpected", "replay-without-cursor"}
@@ -59,7 +62,12 @@ NO_CURSOR = {"marker-unexpected", "replay-without-cursor"}
 def record(out: Path, name: str, protocol: int, agent: tuple[str, ...], **client: Any) -> Path:
     """One conversation of the demo client and agent, recorded through `acp-trace record`."""
     trace = out / f"{name}.jsonl"
-    demo_agent = acp_trace_command("demo-agent", *agent)
+    # ids of its own: the traces are analyzed together, where equal ids are one session
+    sid = f"sess_{name}"
+    if client.get("session") == "sess_demo":
+        client["session"] = sid
+    own = ("--session", sid, "--new-session-prefix", f"{sid}_new_")
+    demo_agent = acp_trace_command("demo-agent", *own, *agent)
     tap = acp_trace_command("record", "-o", str(trace), "--", *demo_agent)
     opts = ClientOptions(command=tuple(tap), protocol=protocol, timeout=30, **client)
     run_client(opts)
@@ -78,7 +86,11 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[acp_trace.Analys
     }
     for fault in FAULTS:
         spec = "truncate:2" if fault == "truncate" else fault
-        client = {"session": "sess_demo", **({"cursor": "none"} if fault in NO_CURSOR else {})}
+        client: dict[str, Any] = {"session": "sess_demo"}
+        if fault in NO_CURSOR:
+            client["cursor"] = "none"
+        if fault in FIDELITY_FAULTS:  # session/new and two turns: the replay's source
+            client = {"prompts": ("Summarize it.", "Name the files.")}
         protocol = 1 if fault in V1_FAULTS else 2
         agent = ("--turns", "4", "--fault", spec)
         traces[f"fault-{fault}"] = record(out, f"fault-{fault}", protocol, agent, **client)

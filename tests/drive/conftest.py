@@ -19,7 +19,7 @@ def recordings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     v1 = demo_agent("--turns", "5", "--session", "sess_stored")
     asks = demo_agent("--turns", "5", "--fault", "request-before-marker")
     return {
-        "v2": record(folder / "v2.jsonl", v2, protocol=2, resumes=2, prompt="hello"),
+        "v2": record(folder / "v2.jsonl", v2, protocol=2, resumes=2, prompts=("hello",)),
         "v1": record(folder / "v1.jsonl", v1, protocol=1, session="sess_stored"),
         "asks": record(folder / "asks.jsonl", asks, protocol=2, resumes=1),
     }

@@ -60,7 +60,7 @@ def test_a_recorded_crash_exits_with_the_recorded_code() -> None:
     """The demo's crash-mid-replay recording: the mock exits 3 where the agent did."""
     lines = [
         b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2}}',
-        b'{"jsonrpc":"2.0","id":1,"method":"session/resume","params":{"sessionId":"sess_demo",'
+        b'{"jsonrpc":"2.0","id":1,"method":"session/resume","params":{"sessionId":"sess_crash_mid_replay",'
         b'"cwd":"/w","replayFrom":{"type":"start"}}}',
     ]
     done = mock(

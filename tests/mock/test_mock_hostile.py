@@ -20,7 +20,7 @@ from acp_trace.jsonrpc import loads
 from testpaths import SAMPLES
 from tracebuilder import TraceBuilder
 
-LOAD = SAMPLES / "demo-v1-load.jsonl"  # 200 turns of history, session sess_new_1
+LOAD = SAMPLES / "demo-v1-load.jsonl"  # 200 turns of history and a prompt, session sess_v1_load
 HANG_GUARD = 60  # seconds: only against a hang; every case ends in well under one
 
 
@@ -32,7 +32,7 @@ INIT = line({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"prot
 
 
 def load(rid: int) -> bytes:
-    params = {"sessionId": "sess_new_1", "cwd": "/home/user/project", "mcpServers": []}
+    params = {"sessionId": "sess_v1_load", "cwd": "/home/user/project", "mcpServers": []}
     return line({"jsonrpc": "2.0", "id": rid, "method": "session/load", "params": params})
 
 

@@ -52,11 +52,14 @@ def client_options(args: tuple[str, ...]) -> dict[str, Any]:
     flags = {"--air"}  # the options that take no value
     valued = [a for a in args if a not in flags]
     pairs = dict(zip(valued[::2], valued[1::2], strict=True))  # the others take one each
+    # (--prompt repeats: all of them, in order)
     out: dict[str, Any] = {"protocol": int(pairs.get("--protocol", "2")), "air": "--air" in args}
     out["session"] = pairs.get("--session")
     out["resumes"] = int(pairs.get("--resumes", "1"))
     out["cursor"] = pairs.get("--cursor", "start")
-    out["prompt"] = pairs.get("--prompt")
+    out["prompts"] = tuple(
+        v for k, v in zip(valued[::2], valued[1::2], strict=True) if k == "--prompt"
+    )
     out["cwd"] = pairs.get("--cwd", "/home/user/project")
     return out
 
@@ -136,7 +139,8 @@ FAULT_CASES = [
         "marker-with-rejection",
         "demo-v2-complete",
         ("complete_failed", 0),
-        {"marker-with-rejection"},  # the marker alone, then -32602
+        # the marker alone, then -32602: the prompt's turn (the source) is not replayed
+        {"marker-with-rejection", "replay-missing-messages"},
     ),
     ("live-before-marker", "claude-agent-acp-v2-resume", ("complete", 800), {"live-before-marker"}),
     ("live-before-marker", "codex-acp-ts-v2-resume", ("complete", 800), {"live-before-marker"}),
@@ -167,11 +171,55 @@ FAULT_CASES = [
         ("v1_loaded", 1),
         {"load-updates-after-response"},
     ),
-    ("crash-mid-replay", "demo-v2-complete", ("truncated", HALF), {"unanswered-request"}),
+    # a replay cut before the prompt's turn at its end misses the messages of its source
+    (
+        "crash-mid-replay",
+        "demo-v2-complete",
+        ("truncated", HALF),
+        {"unanswered-request", "replay-missing-messages"},
+    ),
     ("crash-mid-replay:5", "codex-acp-rs-v1-load", ("v1_failed", 5), {"unanswered-request"}),
     ("error-after-marker", "claude-agent-acp-v2-resume", ("complete_failed", 800), set()),
-    ("truncate:7", "demo-v2-complete", ("truncated", 7), set()),
+    ("truncate:7", "demo-v2-complete", ("truncated", 7), {"replay-missing-messages"}),
     ("truncate:3", "gemini-cli-v1-load", ("v1_failed", 1), set()),
+    # the fidelity faults, on a new session's replay of its two turns (4 updates, a complete
+    # source: extra messages count); the session from before of demo-v2-complete has a prompt
+    (
+        "replay-missing-messages",
+        "demo-v2-new-session",
+        ("complete", 3),
+        {"replay-missing-messages"},
+    ),
+    ("replay-missing-messages", "demo-v1-load", ("v1_loaded", 401), {"replay-missing-messages"}),
+    ("replay-id-unstable", "demo-v2-new-session", ("complete", ALL), {"replay-id-unstable"}),
+    ("replay-id-unstable", "demo-v2-complete", ("complete", ALL), {"replay-id-unstable"}),
+    (
+        "replay-prompt-id-changed",
+        "demo-v2-new-session",
+        ("complete", ALL),
+        {"replay-prompt-id-changed"},
+    ),
+    (
+        "replay-duplicate-message",
+        "demo-v2-new-session",
+        ("complete", 5),
+        {"replay-duplicate-message"},
+    ),
+    (
+        "replay-chunk-before-message",
+        "demo-v2-new-session",
+        ("complete", 5),
+        {"replay-chunk-before-message"},
+    ),
+    (
+        "replay-truncated-content",
+        "demo-v2-complete",
+        ("complete", ALL),
+        {"replay-truncated-content"},
+    ),
+    ("replay-reordered", "demo-v2-new-session", ("complete", ALL), {"replay-reordered"}),
+    ("replay-reordered", "demo-v1-load", ("v1_loaded", ALL), {"replay-reordered"}),
+    ("replay-extra-messages", "demo-v2-new-session", ("complete", 5), {"replay-extra-messages"}),
 ]
 
 

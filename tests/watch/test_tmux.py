@@ -72,7 +72,8 @@ def _cmdline(pid: int) -> bytes:
 def _client(env: dict[str, str], *fault: str) -> subprocess.Popen[bytes]:
     agent = [str(BIN / "acp-trace"), "demo-agent", "--gap", "2", *fault]
     record = [str(BIN / "acp-trace"), "record", "--", *agent]
-    command = [str(BIN / "acp-trace"), "demo-client", "--", *record]
+    # the agent's session from before: a new one has no history to replay
+    command = [str(BIN / "acp-trace"), "demo-client", "--session", "sess_demo", "--", *record]
     return subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 

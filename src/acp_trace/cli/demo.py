@@ -62,7 +62,13 @@ def demo(
 
 @app.command("demo-agent")
 def demo_agent(
-    turns: Annotated[int, typer.Option(min=0, help="Turns of fabricated history per session.")] = 3,
+    turns: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Turns of fabricated history per --session session (a new one starts empty).",
+        ),
+    ] = 3,
     pace: Annotated[
         float,
         typer.Option(parser=Number(0, 3600), help="Seconds between two replayed updates."),
@@ -83,6 +89,14 @@ def demo_agent(
         list[str] | None,
         typer.Option(metavar="ID", help="A session id the agent knows (repeatable)."),
     ] = None,
+    new_session_prefix: Annotated[
+        str,
+        typer.Option(
+            metavar="PREFIX",
+            help="session/new names its sessions PREFIX1, PREFIX2, ... (recordings analyzed "
+            "together are one session where their ids are equal).",
+        ),
+    ] = "sess_new_",
     fault: Faults = None,
     list_faults: Annotated[bool, typer.Option("--list-faults", help="List faults, exit.")] = False,
 ) -> None:
@@ -101,6 +115,7 @@ def demo_agent(
             seed=seed,
             children=children,
             sessions=tuple(session or ("sess_demo",)),
+            new_prefix=new_session_prefix,
             faults=frozenset(fault or ()),
         )
     except ValueError as exc:
@@ -121,7 +136,14 @@ def demo_client(
         str | None, typer.Option(metavar="ID", help="Resume this session (else new).")
     ] = None,
     cwd: Annotated[str | None, typer.Option(help="cwd sent to the agent.")] = None,
-    prompt: Annotated[str | None, typer.Option(help="Send this prompt first.")] = None,
+    prompt: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="TEXT",
+            help="A prompt turn before the replays (repeatable, in order); with --session the "
+            "session is first opened by a resume without replay (v1 with no resume: a load).",
+        ),
+    ] = None,
     cursor: Annotated[str, typer.Option(help="v2 replayFrom type; `none` omits it.")] = "start",
     timeout: Annotated[
         float,
@@ -151,8 +173,8 @@ def demo_client(
     ] = False,
 ) -> None:
     """Drive an agent: initialize (--air: JetBrains AIR's capability for an end of replay),
-    session/new or --session, a --prompt, N replaying resumes (--cursor) or loads; answer its
-    permission requests; --save and --save-sent keep the bytes, --summary a line a request."""
+    session/new or --session, each --prompt, N replaying resumes (--cursor) or loads; answer
+    its permission requests; --save and --save-sent keep the bytes, --summary a line a request."""
     import os
 
     from acp_trace.demo import client
@@ -167,7 +189,7 @@ def demo_client(
         resumes=resumes,
         session=session,
         cwd=cwd or os.getcwd(),
-        prompt=prompt,
+        prompts=tuple(prompt or ()),
         cursor=cursor,
         timeout=timeout,
         grace=grace,

@@ -6,6 +6,11 @@ and session/resume, v2 session/resume with `replayFrom: {"type": "start"}` (repl
 matches the official ACP JSON Schema of the negotiated version (v1 and v2; tests/demo check
 it); faults named after the rule ids (rules.md) make it break exactly one rule each. Built on
 a small JSON-RPC loop of its own: the official Python SDK speaks v1 only.
+
+Its replays are the session (rules.md "Replay fidelity"): the sessions it knows from before
+(`--session`) have a fabricated history (and children); a session made by session/new has only
+the turns prompted on it; a turn streams chunks whose concatenation is the message a replay
+sends whole, under the same ids.
 """
 
 from __future__ import annotations
@@ -20,7 +25,15 @@ from typing import IO, Any
 from acp_trace import __version__
 from acp_trace.demo import faults as fault_kit
 from acp_trace.demo.faults import bend
-from acp_trace.demo.history import Session, fabricate, marker, replay_window, resume_window, state
+from acp_trace.demo.history import (
+    Session,
+    fabricate,
+    marker,
+    replay_window,
+    resume_window,
+    state,
+    words,
+)
 from acp_trace.demo.rpc import ConnectionClosed, Endpoint, Message
 from acp_trace.demo.window import (
     CRASH_EXIT_CODE,
@@ -56,12 +69,13 @@ _CHILD_FAULTS = frozenset({"child-marker-missing", "child-marker-before-announce
 class AgentOptions:
     """What the demo agent fabricates and how it misbehaves."""
 
-    turns: int = 3
+    turns: int = 3  # of each session from before (session/new starts empty)
     pace: float = 0.0  # seconds between two replayed updates
     gap: str = "0"  # marker (v1: last update) to response, see faults.parse_gap
     seed: int = 0
     children: int = 0
     sessions: tuple[str, ...] = ("sess_demo",)
+    new_prefix: str = "sess_new_"  # session/new names its sessions PREFIX1, PREFIX2, ...
     faults: frozenset[str] = field(default_factory=frozenset)  # NAME or NAME:N
 
     def __post_init__(self) -> None:
@@ -148,8 +162,9 @@ class DemoAgent:
 
     def _new(self, rid: Any, params: dict[str, Any]) -> None:
         self._created += 1
-        sid = f"sess_new_{self._created}"
-        self._create(sid).active = True
+        sid = f"{self.opts.new_prefix}{self._created}"
+        session = self.sessions[sid] = Session(sid, [])  # its history: the turns it will have
+        session.active = True
         if "marker-unexpected" in self.faults:
             self._send(marker(sid))
         self.rpc.respond(rid, {"sessionId": sid})
@@ -160,15 +175,15 @@ class DemoAgent:
             return
         blocks = params.get("prompt")
         text = (
-            " ".join(str(b.get("text", "")) for b in blocks or [] if isinstance(b, dict))
+            "".join(str(b.get("text", "")) for b in blocks or [] if isinstance(b, dict))
             or "(empty prompt)"
         )
         turn = len(session.turns)
         if self.protocol >= 2:
             self._accept(rid, session, turn, text)
         message_id = f"{session.sid}-a{turn}"
-        for word in text.split(" "):
-            chunk: dict[str, Any] = {"type": "text", "text": word + " "}
+        for piece in words(text):  # their concatenation is the message, as a replay sends it
+            chunk: dict[str, Any] = {"type": "text", "text": piece}
             update = {"sessionUpdate": "agent_message_chunk", "content": chunk}
             if self.protocol >= 2:
                 update["messageId"] = message_id

@@ -1,5 +1,6 @@
-"""A scripted ACP client: drives any agent command through initialize, an optional new session
-and prompt, then N replaying resumes (v2) or loads (v1) of one session.
+"""A scripted ACP client: drives any agent command through initialize, a new session (or one
+given by id, opened first without a replay when there are prompts to send on it), prompts, then
+N replaying resumes (v2) or loads (v1) of that session.
 
 It answers the agent's requests (session/request_permission: allow; anything else: -32601),
 can save every byte it sent and received, and ends the agent (its process group) after
@@ -37,7 +38,7 @@ class ClientOptions:
     resumes: int = 1
     session: str | None = None
     cwd: str = "/home/user/project"
-    prompt: str | None = None
+    prompts: tuple[str, ...] = ()  # prompt turns, in order, before the replays
     cursor: str = "start"  # v2 replayFrom type; "none" sends no replayFrom
     timeout: float = 60.0  # per response
     grace: float = 5.0  # after closing the agent's stdin, before SIGTERM to its group
@@ -106,8 +107,10 @@ class _Driver:
         sid = self.opts.session or self._new_session()
         if sid is None:
             return
-        if self.opts.prompt is not None:
-            self._prompt(sid, self.opts.prompt)
+        if self.opts.session is not None and self.opts.prompts:
+            self._open(sid, _can_resume(result, self.result.protocol))
+        for text in self.opts.prompts:
+            self._prompt(sid, text)
         for _ in range(self.opts.resumes):
             self._replay(sid)
         self.result.finished = True
@@ -119,6 +122,15 @@ class _Driver:
             self.result.problem = f"session/new gave no sessionId: {answer}"
             return None
         return sid
+
+    def _open(self, sid: str, resume: bool) -> None:
+        """A session from before, opened to take prompts: a resume without replay (v2: no
+        `replayFrom`; v1: session/resume, else session/load when the agent has no resume)."""
+        params: dict[str, Any] = {"sessionId": sid, "cwd": self.opts.cwd}
+        if resume:
+            self._call("session/resume", params, sid)
+        else:
+            self._call("session/load", {**params, "mcpServers": []}, sid)
 
     def _prompt(self, sid: str, text: str) -> None:
         seen = len(self.updates)
@@ -161,6 +173,16 @@ def _allow(params: dict[str, Any]) -> dict[str, Any]:
     allowing = [o for o in options if str(o.get("kind", "")).startswith("allow")]
     chosen = (allowing or options or [{"optionId": "allow"}])[0]
     return {"outcome": "selected", "optionId": chosen.get("optionId")}
+
+
+def _can_resume(result: Any, protocol: int | None) -> bool:
+    """Whether the agent resumes without replay: always in v2; in v1 when initialize's answer
+    has `agentCapabilities.sessionCapabilities.resume`."""
+    if protocol == 2:
+        return True
+    caps = result.get("agentCapabilities") if isinstance(result, dict) else None
+    session = caps.get("sessionCapabilities") if isinstance(caps, dict) else None
+    return isinstance(session, dict) and "resume" in session
 
 
 def _turn_end(updates: list[Message], sid: str) -> bool:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
+from acp_trace.demo.fidelity_faults import FIDELITY_FAULTS, bend_history
 from acp_trace.demo.window import (
     CRASH_EXIT_CODE,
     LOAD,
@@ -89,6 +90,7 @@ FAULTS: dict[str, Fault] = {
     ),
     "non-json-line": Fault("a line of plain text on stdout after the initialize response", False),
     "orphan-response": Fault("a response to no request after the initialize response", False),
+    **{name: Fault(says) for name, says in FIDELITY_FAULTS.items()},  # demo/fidelity_faults.py
 }
 
 
@@ -152,6 +154,8 @@ def bend(window: Window, faults: FaultSet, pause: Callable[[], float] | None = N
     w.after = list(window.after)
     if "message-id-missing" in faults:
         w.replay = [_without_message_id(a) for a in w.replay]
+    if w.kind in (REPLAY, LOAD) and faults.names & FIDELITY_FAULTS.keys():
+        w.replay = bend_history(w.replay, w.session, faults.names)
     if w.kind == REPLAY:
         _bend_markers(w, faults)
     if "state-snapshot-missing" in faults:

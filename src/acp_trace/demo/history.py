@@ -7,6 +7,7 @@ response. `faults.bend` then makes it break the rules the agent was asked to bre
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,12 @@ def fabricate(sid: str, turns: int, children: int = 0) -> list[Session]:
     kids = [Session(f"{sid}-child{j}", [_turn(i) for i in range(turns)]) for j in range(children)]
     parent.children = [k.sid for k in kids]
     return [parent, *kids]
+
+
+def words(text: str) -> list[str]:
+    """`text` in the chunks a live turn streams: each word with the spaces after it, so that
+    their concatenation is `text` exactly (a replay sends it whole)."""
+    return re.findall(r"\S+\s*|\s+", text) or [text]
 
 
 def _turn(i: int) -> tuple[str, str]:

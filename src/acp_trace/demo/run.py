@@ -70,14 +70,17 @@ def acp_trace_command(*args: str) -> list[str]:
 def record_scenario(scenario: Scenario, out_dir: Path) -> Path:
     """Record one scenario through the tap; returns the trace path."""
     trace = out_dir / f"demo-{scenario.name}.jsonl"
-    agent = acp_trace_command("demo-agent", "--session", "sess_demo", *scenario.agent)
+    sid = f"sess_{scenario.name}"  # its own: recordings analyzed together share equal ids
+    agent = acp_trace_command("demo-agent", "--session", sid, *scenario.agent)
     tap = acp_trace_command("record", "-o", str(trace), "--", *agent)
     opts = ClientOptions(
         command=tuple(tap),
         protocol=scenario.protocol,
         resumes=scenario.resumes,
-        session=None,  # session/new, then a prompt (the latency chart's turn phases), then replays
-        prompt=DEMO_PROMPT,
+        # the agent's session from before (its fabricated history), opened without replay, a
+        # prompt on it (the latency chart's turn phases), then its replays
+        session=sid,
+        prompts=(DEMO_PROMPT,),
         cwd=DEMO_CWD,
     )
     result = run_client(opts)
