@@ -419,3 +419,24 @@ def test_another_agents_session_of_the_same_id_is_no_source(tmp_path: Path) -> N
     replay_all(later, 2)
     paths = [first.write(tmp_path / "a.jsonl"), later.write(tmp_path / "b.jsonl")]
     assert acp_trace.analyze(paths).replays["source"].to_list() == [None]
+
+
+@pytest.mark.slow
+def test_a_hundred_thousand_messages_in_one_replay(tmp_path: Path) -> None:
+    """100,000 messages in one replay, set against a replay of the same 100,000 under new ids:
+    counted, not a crash (matching is by id, then by text through a dictionary: linear)."""
+    b = TraceBuilder()
+    for suffix in ("", "-x"):
+        rid = b.resume(S)
+        for i in range(100_000):
+            b.update(
+                S, "agent_message", dt=0.001, messageId=f"m{i}{suffix}", content=_text(f"t{i}")
+            )
+        b.marker(S)
+        b.response(rid, {})
+    r = row(analyze(tmp_path, b))
+    assert (r["source_messages"], r["replay_id_changed"], r["replay_missing"]) == (
+        100_000,
+        100_000,
+        0,
+    )
