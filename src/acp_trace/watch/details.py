@@ -9,6 +9,7 @@ from rich.text import Text
 
 from acp_trace.quantities import count, counted, size
 from acp_trace.render.escape import terminal
+from acp_trace.render.gap_source import gap_start
 from acp_trace.watch.engine import Engine
 from acp_trace.watch.live import Replay, Session, Trace
 from acp_trace.watch.views import Selected, seconds, trace_state
@@ -77,7 +78,10 @@ def replay_text(r: Replay) -> Text:
         ("session", r.session),
         ("trace", r.trace),
         ("outcome", r.outcome or ("running" if r.t_response is None else "deciding")),
-        ("gap", seconds(r.gap_ms) + (f" from {r.gap_source}" if r.gap_source else "")),
+        (
+            "gap",
+            seconds(r.gap_ms) + (f" from the {gap_start(r.gap_source)}" if r.gap_source else ""),
+        ),
         ("history", f"{counted(r.updates, 'update')}, {size(r.bytes)}"),
         ("marker", at(r.t_marker)),
         ("vendor event", "-" if r.vendor is None else f"{r.vendor} at {at(r.t_vendor)}"),

@@ -15,6 +15,7 @@ from rich.text import Text
 from acp_trace.jsonrpc import loads
 from acp_trace.quantities import count, counted, fixed, size
 from acp_trace.render.escape import terminal, terminal_lines
+from acp_trace.render.gap_source import gap_start
 from acp_trace.watch.engine import Engine
 from acp_trace.watch.live import Replay, Row, Session, Trace
 
@@ -161,7 +162,7 @@ def replay_panel(engine: Engine, replay: Replay | None, now: float | None = None
         out.append(replay.outcome, style)
         out.append(f"   gap {seconds(replay.gap_ms)}")
         if replay.gap_source:
-            out.append(f" from {terminal(replay.gap_source)}")
+            out.append(f" from the {terminal(gap_start(replay.gap_source))}")
         if replay.phase:
             out.append(f"   largest phase {terminal(replay.phase)}")
         out.append("\n")
