@@ -19,6 +19,7 @@ ORDER = [
     "watch",
     "summary",
     "replays",
+    "fidelity",
     "check",
     "timeline",
     "latency",

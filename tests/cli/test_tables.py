@@ -89,7 +89,9 @@ def test_unknown_columns_are_refused_with_the_names(cli: Cli, tmp_path: Path) ->
         "acp-trace: --columns speed: no such column; the columns are trace, "
     )
     assert result.err.rstrip().endswith(
-        "gap_ms, gap_source, history_updates, history_bytes, live_updates, "
+        "gap_ms, gap_source, history_updates, history_bytes, live_updates, source, "
+        "source_complete, source_messages, replay_missing, replay_extra, replay_duplicated, "
+        "replay_id_changed, replay_reordered, replay_truncated, replay_truncated_bytes, "
         "stderr_lines_in_gap, last_stderr_in_gap"
     )
 

@@ -56,7 +56,8 @@ def test_a_gap_over_the_bound_fails_with_the_gap(acp_agent: Start) -> None:
     """A bound of 0 ms cannot be met: the message gives the measured gap and its source."""
     agent = _resumed(acp_agent)
     with pytest.raises(
-        AssertionError, match=r"gap [0-9.]+ ms \(from the replay_complete marker\), expected under 0 ms"
+        AssertionError,
+        match=r"gap [0-9.]+ ms \(from the replay_complete marker\), expected under 0 ms",
     ):
         agent.expect.gap_below(0)
 

@@ -201,7 +201,10 @@ def test_a_vendor_event_is_named_as_replays_names_it(tmp_path: Path) -> None:
     async def check(app: WatchApp, pilot: Pilot[None]) -> None:
         panel = _text(app, "#replay")
         assert "vendor    jetbrains.air.loadReplayEnd at 4.31 s" in panel, panel
-        assert "outcome   unmarked   gap 5.44 s from the vendor event jetbrains.air.loadReplayEnd" in panel
+        assert (
+            "outcome   unmarked   gap 5.44 s from the vendor event jetbrains.air.loadReplayEnd"
+            in panel
+        )
 
     _run_app(app, check)
 
