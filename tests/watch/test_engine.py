@@ -180,7 +180,7 @@ def test_a_response_comes_before_a_later_replays_start(tmp_path: Path) -> None:
     b.history("two", 1)
     path = b.write(tmp_path / "t.jsonl")
     clock = Clock()
-    engine = Engine([str(path)], clock=clock)
+    engine = Engine([str(path)], clock=clock, hold=1_000.0)  # this clock moves 100 s a step
     events = _run(engine, clock)
     names = [e["event"] for e in events if e["event"] != "finding"]
     assert names == [
@@ -192,3 +192,33 @@ def test_a_response_comes_before_a_later_replays_start(tmp_path: Path) -> None:
     ]
     times = [e["t_ms"] for e in events if e.get("t_ms") is not None]
     assert times == sorted(times)
+
+
+def test_a_verdict_that_takes_longer_than_the_hold_does_not_hold_the_next_replay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Following live, the next replay's start waits for a response's verdict at most `hold`
+    seconds: past it, it goes out, and the response follows once decided (issue 31's
+    latency over issue 40's order, where the analyzer is slow)."""
+    b = TraceBuilder(agent="demo-agent", version="9.9")
+    first = b.resume("one")
+    b.history("one", 1)
+    b.marker("one")
+    path = b.write(tmp_path / "t.jsonl")
+    clock = Clock()
+    engine = Engine([str(path)], clock=clock, hold=0.2)
+    engine.step()  # the first analysis runs now
+    busy_until = clock.now + 100.0  # an analyzer too busy to judge the answer for a while
+    due = engine.judge.due
+    monkeypatch.setattr(engine.judge, "due", lambda now: now >= busy_until and due(now))
+    done = len(b.lines)
+    b.response(first, {}, dt=50)
+    b.resume("two")
+    b.history("two", 1)
+    _grow(path, b.lines[done:])
+    clock.now += 0.1
+    assert [e["event"] for e in engine.step()] == []  # replay two waits for one's verdict
+    clock.now += 0.5  # past the hold; the analyzer is still busy
+    assert [e["event"] for e in engine.step()] == ["replay_started"]
+    clock.now += 200.0
+    assert "response" in [e["event"] for e in engine.step()]

@@ -36,7 +36,7 @@ from typing import Any
 from acp_trace.watch.follow import RECENT_SECONDS, Folder, Follower
 from acp_trace.watch.judge import BACKLOG, Judge, Verdicts
 from acp_trace.watch.live import Change, Live, Replay, Trace
-from acp_trace.watch.order import Order
+from acp_trace.watch.order import HOLD_SECONDS, Order
 
 Event = dict[str, Any]
 FINDINGS_KEPT = 1000  # findings the screen lists; older ones are counted
@@ -54,6 +54,7 @@ class Engine:
     background: bool = False  # the analyzer in a thread of its own (the screen, jsonl)
     recent: float | None = RECENT_SECONDS  # older traces in a folder are passed over
     settle: bool = False  # each trace's events all in time order, findings too (`--once`)
+    hold: float = HOLD_SECONDS  # following live, the longest events wait for a verdict
     clock: Callable[[], float] = time.monotonic
     live: Live = field(default_factory=Live)
     judge: Judge = field(init=False)
@@ -70,7 +71,7 @@ class Engine:
     def __post_init__(self) -> None:
         self.folder = Folder(list(self.roots), self.recent)
         self.live.recognise(self.marker_meta)
-        self.order = Order(self.settle)
+        self.order = Order(self.settle, self.hold)
         self.judge = Judge(self.interval, self.marker_meta, background=self.background)
         self.judging: set[str] = set()  # exited traces whose last analysis is under way
 
@@ -98,7 +99,7 @@ class Engine:
             self.judge.start(now, self._open_since())
             events.extend(self._collect(now))  # over already unless in the background
         idle = self.judge_idle() if self.settle else True  # only --once waits for it
-        events = self.order.put(events, idle=idle, traces=list(self.followers))
+        events = self.order.put(events, idle=idle, traces=list(self.followers), now=now)
         if events or self.lines_read != self._last_lines:
             self.version += 1
             self._last_lines = self.lines_read
@@ -193,7 +194,7 @@ class Engine:
             return [*out, event]
         self.judge.mark(trace.name)  # a response: the analyzer decides the outcome now
         answered = None if replay.t_response is None else replay.t_response / 1e6
-        self.order.answer(trace.name, answered, self.judge.started + 1)
+        self.order.answer(trace.name, answered, self.judge.started + 1, self.clock())
         return out
 
     def _passed_over(self) -> Event:

@@ -5,7 +5,9 @@ A `replay_started` or a `marker` is known the moment its record is read; a repla
 `response` (its outcome and gap) and the findings only once the analyzer has run over the
 records. `Order` holds a trace's events while one of its replays has been answered but not
 yet decided, and lets them out sorted by `t_ms` once the run that read the answer is over:
-a response never comes after a later replay's start. `settle` (`--once`) holds every event
+a response does not come after a later replay's start. Following live, a hold lasts at most
+`hold` seconds (the engine's clock): past it the held events go out, and a response the
+analyzer decides later comes after them, so the live latency stays bounded (issue 31). `settle` (`--once`) holds every event
 until everything read has been analyzed, so that each trace's events are in time order,
 findings included. Events of no trace's timeline (`skipped`, `error`, `passed_over`) go out
 at once.
@@ -31,22 +33,28 @@ def _key(event: Event) -> tuple[int, float]:
     return 1, float("inf") if t is None else float(t)
 
 
+HOLD_SECONDS = 0.2  # following live, the longest a trace's events wait for a verdict
+
+
 @dataclass
 class Order:
     settle: bool = False  # hold everything until the analyzer is idle (`--once`)
+    hold: float = HOLD_SECONDS
     held: dict[str, list[Event]] = field(default_factory=dict)
-    # per trace, the answers read and not yet analyzed: (t_ms, the run that will analyze them)
-    answered: dict[str, list[tuple[float, int]]] = field(default_factory=dict)
+    # per trace, the answers read and not yet analyzed: (t_ms, the run that will analyze
+    # them, when the answer was read)
+    answered: dict[str, list[tuple[float, int, float]]] = field(default_factory=dict)
 
-    def answer(self, trace: str, t_ms: float | None, run: int) -> None:
-        """A replaying request of `trace` was answered at `t_ms`; run number `run` of the
-        analyzer is the first to read the answer."""
-        self.answered.setdefault(trace, []).append((-1.0 if t_ms is None else t_ms, run))
+    def answer(self, trace: str, t_ms: float | None, run: int, now: float = 0.0) -> None:
+        """A replaying request of `trace` was answered at `t_ms`, read at `now`; run number
+        `run` of the analyzer is the first to read the answer."""
+        t = -1.0 if t_ms is None else t_ms
+        self.answered.setdefault(trace, []).append((t, run, now))
 
     def analyzed(self, run: int) -> None:
         """Run number `run` is over: the answers it read are decided."""
         for trace in list(self.answered):
-            left = [(t, r) for t, r in self.answered[trace] if r > run]
+            left = [(t, r, since) for t, r, since in self.answered[trace] if r > run]
             if left:
                 self.answered[trace] = left
             else:
@@ -57,10 +65,13 @@ class Order:
         self.answered.pop(trace, None)
         return sorted(self.held.pop(trace, []), key=_key)
 
-    def put(self, events: list[Event], *, idle: bool, traces: list[str]) -> list[Event]:
+    def put(
+        self, events: list[Event], *, idle: bool, traces: list[str], now: float = 0.0
+    ) -> list[Event]:
         """Take the events of a step; return those that may go out now, in order: trace by
         trace, in the order of `traces` (those followed). `idle`: everything read has been
-        analyzed."""
+        analyzed; `now`: the engine's clock (a hold ends `hold` seconds after its answer was
+        read, unless `settle`)."""
         out: list[Event] = []
         for event in events:
             if event["event"] in UNTIMED:
@@ -74,9 +85,13 @@ class Order:
         rank = {name: i for i, name in enumerate(traces)}
         for trace in sorted(self.held, key=lambda name: rank.get(name, len(rank))):
             waiting = sorted(self.held[trace], key=_key)
-            pending = self.answered.get(trace)
+            pending = [
+                t
+                for t, _r, since in self.answered.get(trace, ())
+                if self.settle or now - since <= self.hold
+            ]
             if pending:
-                barrier = (1, min(t for t, _r in pending))
+                barrier = (1, min(pending))
                 cut = next((i for i, e in enumerate(waiting) if _key(e) > barrier), len(waiting))
             else:
                 cut = len(waiting)
