@@ -7,8 +7,8 @@ same kind of run, one per run, interleaved over the repetitions:
 - `tail`, the floor: a bare loop here that reads the new bytes of the trace every 5 ms (a
   `tail -f`). Its latency (the tap's stamp to the line being in the file) is the tap's share.
 - `jsonl`: `acp-trace watch --format jsonl`, in its own process. Latency: the tap's stamp of a
-  replay's request or marker to its event line read here. The `response` event comes once the
-  analyzer has decided the outcome: reported apart ("decided").
+  replay's request or marker to its event line read here. The `response` and `finding` events
+  come once the analyzer has decided them: reported apart ("decided").
 - `screen`: the Textual screen, headless (watch_screen_probe.py): every 50th record's stamp
   to the end of the first screen refresh after the redraw that shows it.
 
@@ -206,7 +206,9 @@ def run_one(variant: str, replays: int, rate: float, per: int, work: Path) -> di
                 ).timestamp()
             elif base is not None and event.get("t_ms") is not None:
                 late = (now - base) * 1000 - event["t_ms"]
-                result["decided" if event["event"] == "response" else "latency"].append(late)
+                # a response and a finding come once the analyzer has decided them: apart
+                decided = event["event"] in ("response", "finding")
+                result["decided" if decided else "latency"].append(late)
         driver.join()
         watcher.wait()
         result["cpu"], result["rss"] = cpu_and_rss([s for s in samples if s[0] >= t0])
