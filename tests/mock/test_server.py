@@ -17,6 +17,26 @@ from tracebuilder import TraceBuilder
 RESUME = {"sessionId": "s1", "cwd": "/w", "replayFrom": {"type": "start"}}
 
 
+def test_a_resume_with_a_cursor_gets_the_recorded_one_with_a_cursor(
+    live: Any, tmp_path: Path
+) -> None:
+    """A recording that opens a session (a resume without cursor), prompts, then replays it:
+    a client that resumes with a cursor first gets the recorded replay, not the opening."""
+    t = TraceBuilder()
+    rid = t.resume("s1", cursor=None)
+    t.state("s1")
+    t.response(rid, {})
+    rid = t.resume("s1")
+    t.history("s1", 1)
+    t.marker("s1")
+    t.response(rid, {})
+    conn = live(t.write(tmp_path / "t.jsonl"))
+    init(conn)
+    got = conn.call("session/resume", {"sessionId": "s1", "replayFrom": {"type": "start"}}, id=7)
+    kinds = [m["params"]["update"]["sessionUpdate"] for m in got if "params" in m]
+    assert kinds == ["user_message", "agent_message", "replay_complete"]
+
+
 def replay_trace(path: Path, protocol: int = 2, sid: str = "s1") -> Path:
     """initialize, then a replaying resume (v2) or load (v1) of `sid` with two turns."""
     t = TraceBuilder(protocol=protocol, agent="recorded-agent")

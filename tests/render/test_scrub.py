@@ -154,8 +154,8 @@ def test_a_chart_that_fails_does_not_take_the_report_down(
     an older file of that chart is removed; `plot` fails with an OutputError saying so."""
     trace = old_trace(tmp_path / "t.jsonl")
     out = tmp_path / "r"
-    out.mkdir()
-    (out / "gap.png").write_bytes(b"old")
+    write_report(analyze(trace), out)  # an earlier report: its gap.png is the older file
+    assert (out / "gap.png").exists()
     real = plots.figure
 
     def failing(a: object, kind: str, **kw: object) -> object:

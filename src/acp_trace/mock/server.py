@@ -155,7 +155,7 @@ class MockAgent:
             self.rpc, errout, speed=opts.speed, answer_timeout=opts.answer_timeout, log=self.log
         )
         self.conn: Connection = mock.connections[0]
-        self.count: Counter[tuple[str, str | None]] = Counter()
+        self.count: Counter[tuple[str, str | None, bool]] = Counter()  # method, session, replays
         self._arrived: dict[int, float] = {}
         self.ready = time.monotonic()
         self.air_client = False  # the client asked for AIR's end-of-replay event (initialize)
@@ -257,7 +257,7 @@ class MockAgent:
             error = {"code": RESOURCE_NOT_FOUND, "message": text, "data": {"sessionId": live}}
             self.rpc.send(dumps({"jsonrpc": "2.0", "id": rid, "error": error}) + b"\n")
             return
-        cues = self.conn.cues_for(method, recorded)
+        cues = _same_kind(self.conn.cues_for(method, recorded), params)
         if not cues:
             where = f" for session {recorded}" if recorded else ""
             self.rpc.fail(
@@ -281,7 +281,7 @@ class MockAgent:
     def _play(self, rid: Any, arrived: float, cues: list[Cue]) -> None:
         """The next of these recorded cues (the last one again when none is left)."""
         first = cues[0]
-        key = (first.method, first.session)
+        key = (first.method, first.session, _replaying(first.params))
         n = self.count[key]
         self.count[key] += 1
         if n == len(cues):
@@ -327,3 +327,16 @@ def run_mock(mock: Mock, reader: IO[bytes], writer: IO[bytes], errout: IO[bytes]
     """Serve until the client closes stdin; returns the exit code (minus a signal number when
     the recorded agent was killed by one)."""
     return MockAgent(mock, reader, writer, errout).serve()
+
+
+def _replaying(params: dict[str, Any]) -> bool:
+    """A `session/resume` with a cursor (it replays), as against one that opens a session."""
+    return params.get("replayFrom") is not None
+
+
+def _same_kind(cues: list[Cue], params: dict[str, Any]) -> list[Cue]:
+    """The recorded cues a request gets: a resume with a cursor the recorded ones with a
+    cursor, a resume without one those without (a client that opens a session, prompts, then
+    replays it, as the demo client does), when the recording holds that kind; else all."""
+    same = [c for c in cues if _replaying(c.params) == _replaying(params)]
+    return same or cues
