@@ -222,6 +222,7 @@ HOSTILE_COVERAGE = {
     "drive": ["tests/drive/test_drive_hostile.py"],
     "summary": ["tests/test_hostile_values.py", "tests/cli/test_hostile.py"],
     "replays": ["tests/test_hostile_values.py", "tests/cli/test_hostile.py"],
+    "fidelity": ["tests/fidelity/test_fidelity.py", "tests/cli/test_hostile.py"],
     "check": ["tests/test_hostile_values.py", "tests/cli/test_hostile.py"],
     "timeline": ["tests/test_hostile_values.py", "tests/cli/test_hostile.py"],
     "latency": ["tests/test_hostile_values.py", "tests/cli/test_hostile.py"],

@@ -62,6 +62,7 @@ TEXT_COMMANDS = [
     ["timeline", "t.jsonl", "--replays-only"],
     ["latency", "t.jsonl", "--by", "agent"],
     ["check", "t.jsonl"],
+    ["fidelity", "t.jsonl"],
 ]
 
 
@@ -72,6 +73,25 @@ def test_text_outputs_show_trace_text_escaped(cli: Cli, tmp_path: Path, args: li
     result = cli(*args, width=200)
     assert result.code in (0, 1)
     assert raw_controls(result.out) == [] and raw_controls(result.err) == []
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_fidelity_shows_hostile_message_text_escaped(cli: Cli, tmp_path: Path, fmt: str) -> None:
+    """Message text from a trace (escapes, C1, bidi, a newline) in each difference `fidelity`
+    lists comes out escaped, as text and as JSON."""
+    b = TraceBuilder(agent=AGENT)
+    for suffix in ("", "-new"):
+        rid = b.resume(SESSION)
+        text = [{"type": "text", "text": f"evil\x1b]0;t\x07 \u202e\x9b31m\nFAKE{suffix}"}]
+        b.update(SESSION, "agent_message", messageId=REQUEST_ID + suffix, content=text)
+        b.marker(SESSION)
+        b.response(rid, {})
+    b.write(tmp_path / "t.jsonl")
+    result = cli("fidelity", "t.jsonl", "--format", fmt, width=200)
+    assert result.code == 0, result.err
+    assert "missing" in result.out
+    assert raw_controls(result.out) == [] and raw_controls(result.err) == []
+    assert "\nFAKE" not in result.out  # the newline in the text cannot start a line
 
 
 @pytest.mark.parametrize("args", [["replays", "t.jsonl", "--wide"], ["timeline", "t.jsonl"]])
