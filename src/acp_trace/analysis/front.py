@@ -31,6 +31,9 @@ class Analysis:
     marker_meta: str | None = None
     # look for a replay's source in its own trace only (the dataset's rows: one trace each)
     per_trace_sources: bool = False
+    # the fidelity pass (False: its fields null and its rules silent: `watch`, whose folded
+    # records hold neither a replay's whole source nor, while it runs, the replay itself)
+    judge_fidelity: bool = True
     # the checks' context per `schema` setting, kept: the schema pass runs once per Analysis
     _contexts: dict[bool, checks.Context] = field(
         default_factory=dict, init=False, repr=False, compare=False
@@ -50,7 +53,8 @@ class Analysis:
     @cached_property
     def replays(self) -> pl.DataFrame:
         table = replays_table(self.timeline, self.facts)
-        table = table.hstack(fidelity_columns(self.fidelity).get_columns())
+        fields = fidelity_columns(self.fidelity, table.height)
+        table = table.hstack(fields.get_columns())
         return table.hstack(phases.stderr_in_gaps(self.timeline, self.facts).get_columns())
 
     def _fidelity(self) -> list[ReplayFidelity]:
@@ -59,7 +63,10 @@ class Analysis:
     @cached_property
     def fidelity(self) -> list[ReplayFidelity]:
         """Each replay row set against its source (rules.md "Replay fidelity"), in the order
-        of the replays table, with the differences behind its fields."""
+        of the replays table, with the differences behind its fields (none without the
+        pass: `judge_fidelity`)."""
+        if not self.judge_fidelity:
+            return []
         return replay_fidelity(
             self.timeline,
             self.facts,

@@ -78,8 +78,11 @@ def replay_spans(a: Any) -> list[ReplaySpan]:
     return list(_replay_spans(a.facts, order, agent_names(a.timeline)))
 
 
-def fidelity_columns(found: list[ReplayFidelity]) -> pl.DataFrame:
-    """The fidelity fields as a frame aligned with the replays table."""
+def fidelity_columns(found: list[ReplayFidelity], height: int) -> pl.DataFrame:
+    """The fidelity fields as a frame aligned with the replays table (`height` rows; all null
+    when the pass did not run: `found` empty)."""
+    if not found:
+        return pl.DataFrame(schema=FIDELITY_SCHEMA).clear(height)
     return pl.DataFrame(
         [tuple(getattr(f, name) for name in FIELDS) for f in found],
         schema=FIDELITY_SCHEMA,

@@ -148,7 +148,9 @@ class Judge:
     def warm(self) -> None:
         """Run the passes once on no records: their imports and set-up are paid before the
         first trace arrives, not while its replay waits for an outcome."""
-        Analysis(pl.DataFrame(schema=SCHEMA), marker_meta=self.marker_meta).findings()
+        Analysis(
+            pl.DataFrame(schema=SCHEMA), marker_meta=self.marker_meta, judge_fidelity=False
+        ).findings()
 
     def add(self, trace: str, lines: list[bytes]) -> None:
         """Queue new whole lines of a trace (its first call starts with the header); the
@@ -263,7 +265,9 @@ class Judge:
         )
         if len(book.frames) > 1:
             book.frames = [records]
-        a = Analysis(records, marker_meta=self.marker_meta)
+        # no fidelity pass: the folded records hold neither a replay's whole source nor, while
+        # it runs, the whole replay (docs/watch.md; `acp-trace fidelity` reads the recording)
+        a = Analysis(records, marker_meta=self.marker_meta, judge_fidelity=False)
         self._replays(name, book, a, out)
         findings = a.findings()
         for f in findings.iter_rows(named=True):
