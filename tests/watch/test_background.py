@@ -62,7 +62,9 @@ def test_background_analysis_says_what_the_inline_one_says(tmp_path: Path) -> No
     runs = []
     for background in (False, True):
         clock = Clock()
-        engine = Engine([str(path)], clock=clock, background=background)
+        # no bound on the hold for a verdict: a background run under load may take longer
+        # than a step of this clock (the bound has its own test in test_engine.py)
+        engine = Engine([str(path)], clock=clock, background=background, hold=float("inf"))
         runs.append(_until_ended(engine, clock))
     inline, threaded = runs
     for kind in {e["event"] for e in inline} | {e["event"] for e in threaded}:
