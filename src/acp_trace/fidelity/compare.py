@@ -14,6 +14,7 @@ from acp_trace.fidelity.messages import Message
 from acp_trace.fidelity.rows import AgentRows
 from acp_trace.fidelity.source import Source, Sources
 from acp_trace.fidelity.spans import NewSession, ReplaySpan, TurnSpan
+from acp_trace.jsonrpc import json_text
 
 TEXT_PREVIEW = 80  # characters of a message's text a difference shows
 
@@ -191,6 +192,13 @@ def _prompts(out: ReplayFidelity, src: Source, replay: list[Message], v2: bool) 
         ):
             out.prompt_id_changed += 1
             out.differences.append(_diff("prompt_id_changed", None, m))
+
+
+def id_at(ident: Any, seq: int | None) -> str:
+    """Where a message of a difference is, as every output says it: `"m1" at seq 12`, `seq 12`
+    without an id, `the prompt` for a prompt's text (no record of its own). Raw: escape it."""
+    at = "the prompt" if seq is None else f"seq {seq}"
+    return at if ident is None else f"{json_text(ident)} at {at}"
 
 
 def _ids_differ(p: Pair) -> bool:

@@ -7,6 +7,7 @@ from typing import Any
 
 from acp_trace.analysis.front import Analysis
 from acp_trace.fidelity import FIELDS, Difference, ReplayFidelity
+from acp_trace.fidelity.compare import id_at
 from acp_trace.jsonrpc import json_text
 from acp_trace.quantities import count, counted
 from acp_trace.render.escape import terminal
@@ -147,6 +148,5 @@ def _difference_line(d: dict[str, Any]) -> str:
 
 
 def _at(ident: Any, seq: int | None, size: int | None) -> str:
-    at = "the prompt" if seq is None else f"seq {seq}"
-    named = at if ident is None else f"{terminal(json_text(ident))} at {at}"
+    named = terminal(id_at(ident, seq))
     return named if size is None else f"{named} ({counted(size, 'byte')})"

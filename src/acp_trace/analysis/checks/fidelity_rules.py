@@ -9,6 +9,7 @@ from typing import NamedTuple
 
 from acp_trace.analysis.checks.registry import Context, Finding, rule
 from acp_trace.fidelity import Difference, ReplayFidelity
+from acp_trace.fidelity.compare import id_at
 from acp_trace.fidelity.messages import exact_key
 from acp_trace.jsonrpc import json_text
 from acp_trace.quantities import count, counted
@@ -59,18 +60,13 @@ def _example(d: Difference) -> str:
     """The first difference: kind, ids and seqs on both sides, bytes, and the start of its text."""
     parts = [d.kind]
     if d.source_seq is not None or d.source_id is not None:
-        parts.append(f"source {_id_at(d.source_id, d.source_seq)}")
+        parts.append(f"source {id_at(d.source_id, d.source_seq)}")
     if d.replay_seq is not None:
-        parts.append(f"replayed {_id_at(d.replay_id, d.replay_seq)}")
+        parts.append(f"replayed {id_at(d.replay_id, d.replay_seq)}")
     if d.what == "truncated":
         parts.append(f"{counted(d.replay_bytes or 0, 'byte')} of {count(d.source_bytes or 0)}")
     text = d.text if len(d.text) <= 40 else d.text[:39] + "…"
     return ", ".join(parts) + f": {json_text(text)}"
-
-
-def _id_at(ident: object, seq: int | None) -> str:
-    at = "the prompt" if seq is None else f"seq {seq}"
-    return at if ident is None else f"{json_text(ident)} at {at}"
 
 
 class FidelityRule(NamedTuple):
