@@ -29,7 +29,7 @@ from acp_trace.files import output_dir, replacing, wants_directory, write_file
 from acp_trace.jsonrpc import json_bytes, json_text
 from acp_trace.owned import record
 from acp_trace.render.escape import csv_safe
-from acp_trace.render.report.formats import csv_ids, rounded
+from acp_trace.render.report.formats import csv_ids, maps_as_text, rounded
 
 if TYPE_CHECKING:
     from acp_trace.analysis.front import Analysis, Paths
@@ -157,7 +157,7 @@ def csv_text(df: pl.DataFrame, *, spreadsheet: bool = False) -> str:
     `spreadsheet`, cells that start like a formula (`=`, `+`, `-`, `@`) neutralized
     (`acp_trace.render.escape`), else every cell exactly as in Parquet."""
     buffer = io.StringIO()
-    flat = csv_ids(json_nested(rounded(df)))
+    flat = csv_ids(json_nested(maps_as_text(rounded(df))))
     (csv_safe(flat) if spreadsheet else flat).write_csv(buffer)
     return buffer.getvalue()
 

@@ -1,0 +1,71 @@
+"""Lines as a client reads them (rules.md "Replay weight"): each message row's line length (a
+batch is one line: its elements, the brackets and the commas between them), what session and
+update kind a line names, a record cut by the tap read for both from its first bytes."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from acp_trace.jsonrpc import HISTORY_KINDS
+
+SIDES = ("client", "agent")  # a line's writer; stderr is no ACP line
+LINE_KINDS = ("request", "response", "error", "notification", "text", "b64")
+_SESSION = r'"sessionId"\s*:\s*"([^"\\]{1,256})"'
+_UPDATE = r'"sessionUpdate"\s*:\s*"([^"\\]{1,128})"'
+
+
+def line_rows(tl: pl.DataFrame) -> pl.DataFrame:
+    """The rows that are (part of) a line of the client or the agent, in timeline order:
+    `row`, `trace`, `src`, `seq`, `head` (the line's first row: a batch's element 0),
+    `line_bytes` (the whole line's length; a cut record's announced length), `session` and
+    `kind` (the update kind, else the method, else the row's kind; for a cut record what its
+    first bytes name), `history` (a history-kind session/update), `t_ms`."""
+    cut = pl.col("truncated").fill_null(False) & pl.col("kind").is_in(["text", "b64"])
+    text = pl.col("text").fill_null("")
+    part = pl.col("part")
+    lines = (
+        tl.lazy()
+        .filter(pl.col("src").is_in(SIDES) & pl.col("kind").is_in(LINE_KINDS))
+        .select(
+            pl.col("row").cast(pl.Int64),
+            "trace",
+            "src",
+            "seq",
+            part,
+            (part.is_null() | (part == 0)).alias("head"),
+            pl.col("bytes").fill_null(0).cast(pl.Int64).alias("bytes"),
+            pl.when(cut)
+            .then(text.str.extract(_SESSION, 1))
+            .otherwise(pl.col("session"))
+            .alias("session"),
+            pl.when(cut)
+            .then(pl.coalesce(text.str.extract(_UPDATE, 1), pl.lit("cut line")))
+            .otherwise(pl.coalesce("update_kind", "method", "kind"))
+            .alias("kind"),
+            (
+                (pl.col("method") == "session/update")
+                & pl.col("update_kind").is_in(sorted(HISTORY_KINDS))
+                & (pl.col("kind") == "notification")
+            )
+            .fill_null(False)
+            .alias("history"),
+            (pl.col("method") == "session/update").fill_null(False).alias("is_update"),
+            pl.col("t_ms"),
+        )
+    )
+    batch = (
+        lines.filter(part.is_not_null())
+        .group_by("trace", "seq")
+        .agg((pl.col("bytes").sum() + pl.len() + 1).alias("batch_bytes"))
+    )
+    return (
+        lines.join(batch, on=["trace", "seq"], how="left", maintain_order="left")
+        .with_columns(
+            pl.when(part.is_not_null())
+            .then(pl.col("batch_bytes"))
+            .otherwise(pl.col("bytes"))
+            .alias("line_bytes")
+        )
+        .drop("batch_bytes", "part")
+        .collect()
+    )
