@@ -75,8 +75,10 @@ def test_exports_hold_no_credential(tmp_path: Path, fmt: str) -> None:
         if fmt == "parquet":
             import polars as pl
 
+            from acp_trace.render.export import csv_text
+
             data = b"".join(
-                pl.read_parquet(p).write_csv().encode() for p in sorted(out.glob("*.parquet"))
+                csv_text(pl.read_parquet(p)).encode() for p in sorted(out.glob("*.parquet"))
             )
         assert (GITHUB.encode() in data) is kept or fmt in ("perfetto", "otlp")
         if not kept:

@@ -173,7 +173,7 @@ def _window(
         if quiet is not None:
             hist = a.history[span]
             times = a.t[a.row[span]][hist] - t0
-            after = int(np.count_nonzero(times > quiet))
+            after = int(np.count_nonzero(times >= quiet))  # the client decided then
         rows.append((s, by_kind, largest, after))
     out = []
     for s, by_kind, largest, after in rows:
