@@ -160,7 +160,7 @@ def _deadline(value: str) -> None:
     weight_options(deadlines=[value])
 
 
-def _quiet(value: float) -> None:
+def _quiet(value: str) -> None:
     from acp_trace.weight.options import weight_options
 
     weight_options(quiet_window_ms=value)
@@ -187,7 +187,7 @@ Deadline = Annotated[
     ),
 ]
 QuietWindow = Annotated[
-    float | None,
+    str | None,
     typer.Option(
         "--quiet-window",
         metavar="MS",
@@ -197,7 +197,7 @@ QuietWindow = Annotated[
     ),
 ]
 QuietCap = Annotated[
-    float | None,
+    str | None,
     typer.Option(
         "--quiet-cap",
         metavar="MS",
@@ -211,8 +211,8 @@ QuietCap = Annotated[
 def weight_of(
     frame_limit: list[str] | None,
     deadline: list[str] | None,
-    quiet_window: float | None,
-    quiet_cap: float | None,
+    quiet_window: str | None,
+    quiet_cap: str | None,
 ) -> WeightOptions:
     """The weight pass's options from the four of the command line (checked already)."""
     from acp_trace.weight.options import weight_options

@@ -64,20 +64,36 @@ def _largest_below(items: tuple[Threshold, ...], value: float) -> Threshold | No
 def weight_options(
     frame_limits: Iterable[str] = (),
     deadlines: Iterable[str] = (),
-    quiet_window_ms: float | None = None,
-    quiet_cap_ms: float | None = None,
+    quiet_window_ms: float | str | None = None,
+    quiet_cap_ms: float | str | None = None,
 ) -> WeightOptions:
-    """The options from their command-line spellings (UsageError for any bad one)."""
-    limits = [_known(k) for k in LIMITS] + [_frame_limit(s) for s in frame_limits]
-    waits = [_known(k) for k in DEADLINES] + [_deadline(s) for s in deadlines]
+    """The options from their command-line spellings (UsageError for any bad one). A user's
+    limit or deadline without a name, equal to a known one, is that one."""
+    limits = _with_known(LIMITS, [_frame_limit(s) for s in frame_limits])
+    waits = _with_known(DEADLINES, [_deadline(s) for s in deadlines])
     window = QUIET_WINDOW_MS if quiet_window_ms is None else quiet_window_ms
     cap = QUIET_CAP_MS if quiet_cap_ms is None else quiet_cap_ms
     return WeightOptions(
         _merged(limits),
         _merged(waits),
-        _ms(window, "--quiet-window", "MS"),
-        _ms(cap, "--quiet-cap", "MS"),
+        _ms(_number(window), "--quiet-window", shown=window),
+        _ms(_number(cap), "--quiet-cap", shown=cap),
     )
+
+
+def _with_known(known: tuple[Known, ...], mine: list[tuple[Threshold, bool]]) -> list[Threshold]:
+    values = {k.value for k in known}
+    own = [t for t, named in mine if named or t.value not in values]
+    return [_known(k) for k in known] + own
+
+
+def _number(value: float | str) -> float:
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return math.nan
+    return value
 
 
 def _known(k: Known) -> Threshold:
@@ -117,7 +133,7 @@ def _split(spelling: str, option: str, metavar: str) -> tuple[str, str | None]:
     return value.strip(), name
 
 
-def _frame_limit(spelling: str) -> Threshold:
+def _frame_limit(spelling: str) -> tuple[Threshold, bool]:
     """`--frame-limit BYTES[=NAME]`: BYTES a whole number of bytes, or with a unit (KB, MB, GB
     decimal; KiB, MiB, GiB binary), from 1 byte to 1 TiB."""
     text, name = _split(spelling, "--frame-limit", "BYTES")
@@ -130,27 +146,23 @@ def _frame_limit(spelling: str) -> Threshold:
             "as 65536, 16MiB or 4MB (KB, MB, GB decimal; KiB, MiB, GiB binary), then "
             "=NAME if you like"
         )
-    return Threshold(int(n), name or f"{int(n):,} bytes", name or "your --frame-limit", "")
+    shown = name or f"{int(n):,} bytes"
+    return Threshold(int(n), shown, name or "your --frame-limit", ""), name is not None
 
 
-def _deadline(spelling: str) -> Threshold:
+def _deadline(spelling: str) -> tuple[Threshold, bool]:
     text, name = _split(spelling, "--deadline", "MS")
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    ms = _ms(value, "--deadline", "MS", shown=spelling)
-    label = duration(ms)
-    return Threshold(ms, name or label, name or "your --deadline", "")
+    ms = _ms(_number(text), "--deadline", shown=spelling)
+    return Threshold(ms, name or duration(ms), name or "your --deadline", ""), name is not None
 
 
-def _ms(value: float, option: str, metavar: str, shown: str | None = None) -> float:
+def _ms(value: float, option: str, shown: float | str) -> float:
     """A duration in milliseconds: finite, above 0, at most a day."""
     if not math.isfinite(value) or not 0 < value <= MAX_MS:
-        given = repr(shown) if shown is not None else f"{value:g}"
+        given = repr(shown) if isinstance(shown, str) else f"{shown:g}"
         raise UsageError(
-            f"{option} {given}: expected {metavar}, a number of milliseconds above 0 and at "
-            "most 86,400,000 (a day)"
+            f"{option} {given}: expected a number of milliseconds above 0 and at most "
+            "86,400,000 (a day)"
         )
     return float(value)
 
