@@ -21,6 +21,7 @@ from acp_trace.errors import UsageError
 from acp_trace.fidelity import ReplayFidelity
 from acp_trace.trace.reader import headers, read_trace, skipped_inputs
 from acp_trace.weight import DEFAULT, ReplayWeight, WeightOptions
+from acp_trace.weight.lines import line_rows
 
 Paths = str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
 
@@ -84,7 +85,13 @@ class Analysis:
     def weights(self) -> list[ReplayWeight]:
         """What each replay row weighs and what a client would have suffered (rules.md
         "Replay weight, client limits and deadlines"), in the order of the replays table."""
-        return replay_weights(self.timeline, self.facts, self.weight)
+        return replay_weights(self.timeline, self.facts, self.weight, self.weight_lines)
+
+    @cached_property
+    def weight_lines(self) -> pl.DataFrame:
+        """Each client and agent line's length, session and kind (`weight.lines.line_rows`):
+        read once for the weight fields and rules."""
+        return line_rows(self.timeline)
 
     def linked_sessions(self) -> pl.DataFrame:
         """Per trace, the sessions a source search links across traces (`trace`, `session`)."""
@@ -144,6 +151,7 @@ class Analysis:
                 self._fidelity,
                 weight=self.weight,
                 weights_of=lambda: self.weights,
+                lines_of=lambda: self.weight_lines,
             )
             self._contexts[schema] = ctx
         return checks.run_checks(ctx, rules, min_severity)

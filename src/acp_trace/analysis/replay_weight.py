@@ -34,9 +34,12 @@ def window_span(w: Window) -> WindowSpan:
     return WindowSpan(w.trace, w.req_row, end, w.end in ("response", "error"), sessions)
 
 
-def replay_weights(tl: pl.DataFrame, facts: Facts, options: WeightOptions) -> list[ReplayWeight]:
-    """One ReplayWeight per row of the replays table, in its order."""
-    return weigh(tl, [window_span(w) for w in facts.windows if w.replaying], options)
+def replay_weights(
+    tl: pl.DataFrame, facts: Facts, options: WeightOptions, lines: pl.DataFrame | None = None
+) -> list[ReplayWeight]:
+    """One ReplayWeight per row of the replays table, in its order (`lines`: the timeline's
+    `weight.lines.line_rows`, when the caller has them)."""
+    return weigh(tl, [window_span(w) for w in facts.windows if w.replaying], options, lines)
 
 
 def weight_columns(found: list[ReplayWeight]) -> pl.DataFrame:
@@ -61,8 +64,12 @@ def new_session_windows(tl: pl.DataFrame) -> list[tuple[int, WindowSpan]]:
     return out
 
 
-def new_session_silences(tl: pl.DataFrame) -> list[tuple[int, float | None]]:
+def new_session_silences(
+    tl: pl.DataFrame, lines: pl.DataFrame | None = None
+) -> list[tuple[int, float | None]]:
     """The longest silence of each `session/new` window: (its request row, milliseconds)."""
     windows = new_session_windows(tl)
-    found = silences(tl, [w for _, w in windows])
+    if not windows:
+        return []
+    found = silences(tl, [w for _, w in windows], lines)
     return [(row, s) for (row, _), s in zip(windows, found, strict=True)]

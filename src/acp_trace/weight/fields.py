@@ -104,10 +104,14 @@ def _codes(values: pl.Series) -> tuple[np.ndarray, list[str]]:
 
 
 def replay_weights(
-    tl: pl.DataFrame, windows: list[WindowSpan], options: WeightOptions
+    tl: pl.DataFrame,
+    windows: list[WindowSpan],
+    options: WeightOptions,
+    lines: pl.DataFrame | None = None,
 ) -> list[ReplayWeight]:
-    """One ReplayWeight per session of each window, in order."""
-    arrays = _Arrays(tl, line_rows(tl))
+    """One ReplayWeight per session of each window, in order (`lines`: `line_rows(tl)`,
+    when the caller has it)."""
+    arrays = _Arrays(tl, line_rows(tl) if lines is None else lines)
     ends = trace_ends(tl)
     out: list[ReplayWeight] = []
     for w in windows:
@@ -115,9 +119,11 @@ def replay_weights(
     return out
 
 
-def silences(tl: pl.DataFrame, windows: list[WindowSpan]) -> list[float | None]:
+def silences(
+    tl: pl.DataFrame, windows: list[WindowSpan], lines: pl.DataFrame | None = None
+) -> list[float | None]:
     """The longest silence of each window (for `session/new` windows, which have no row)."""
-    arrays = _Arrays(tl, line_rows(tl))
+    arrays = _Arrays(tl, line_rows(tl) if lines is None else lines)
     ends = trace_ends(tl)
     return [_silence(arrays, ends, w) for w in windows]
 

@@ -18,6 +18,7 @@ from acp_trace.analysis.schema import SchemaFacts, validate_timeline
 from acp_trace.fidelity import ReplayFidelity
 from acp_trace.jsonrpc import json_text
 from acp_trace.weight import DEFAULT, ReplayWeight, WeightOptions
+from acp_trace.weight.lines import line_rows
 
 __all__ = ["SEVERITIES", "SIDES"]  # defined in the catalogue, named here too
 
@@ -62,6 +63,7 @@ class Context:
     # the weight pass's options, and its fields as the Analysis computed them
     weight: WeightOptions = DEFAULT
     weights_of: Callable[[], list[ReplayWeight]] | None = None
+    lines_of: Callable[[], pl.DataFrame] | None = None
 
     @cached_property
     def schema(self) -> SchemaFacts | None:
@@ -79,7 +81,12 @@ class Context:
         """Each replay row's weight (`acp_trace.weight`), in replays-table order."""
         if self.weights_of is not None:
             return self.weights_of()
-        return replay_weights(self.timeline, self.facts, self.weight)
+        return replay_weights(self.timeline, self.facts, self.weight, self.lines)
+
+    @cached_property
+    def lines(self) -> pl.DataFrame:
+        """Each client and agent line's length, session and kind (`weight.lines.line_rows`)."""
+        return self.lines_of() if self.lines_of is not None else line_rows(self.timeline)
 
     def at(
         self,

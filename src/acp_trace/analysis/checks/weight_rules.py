@@ -21,7 +21,7 @@ def _limit(t: Threshold) -> str:
 
 @rule("frame-over-client-limit", "warning", "a line longer than a known client limit", "both")
 def frame_over_client_limit(ctx: Context) -> Iterator[Finding]:
-    for o in over_limits(ctx.timeline, ctx.weight):
+    for o in over_limits(ctx.timeline, ctx.weight, ctx.lines):
         many = "" if o.lines == 1 else f", the longest {count(o.longest_bytes)} bytes"
         message = (
             f"expected every line on {_SIDE[o.side]} to be at most {_limit(o.limit)}; "
@@ -50,7 +50,7 @@ def silence_past_client_deadline(ctx: Context) -> Iterator[Finding]:
             continue
         seen.add(w.req_row)
         yield from _silence(ctx, w.req_row, w.session, first.longest_silence_ms, ctx.describe(w))
-    for row, silence in new_session_silences(ctx.timeline):
+    for row, silence in new_session_silences(ctx.timeline, ctx.lines):
         what = f"session/new ({ctx.seq(row)})"
         yield from _silence(ctx, row, None, silence, what)
 
