@@ -64,7 +64,8 @@ def test_replay_selectors_belong_to_the_replay_chart(cli: Cli, trace: Path) -> N
     result = cli("plot", "t.jsonl", "--kind", "gap", "-o", "g.png", "--session", "sess_1")
     assert result.code == 2
     assert result.err == (
-        "acp-trace: --session, --request and --trace choose a replay: use --kind replay, not gap\n"
+        "acp-trace: --session, --request and --trace choose a replay: use --kind replay or weight, "
+        "not gap\n"
     )
 
 
