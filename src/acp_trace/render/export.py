@@ -100,7 +100,9 @@ def scrubbed(a: Analysis) -> Analysis:
     from acp_trace.redaction.records import scrub_records
 
     records = scrub_records(a.records)
-    return a if records is a.records else Analysis(records, marker_meta=a.marker_meta)
+    return (
+        a if records is a.records else Analysis(records, marker_meta=a.marker_meta, weight=a.weight)
+    )
 
 
 def _write_json(a: Analysis, fmt: str, out: str | os.PathLike[str]) -> Path:
