@@ -16,6 +16,7 @@ import polars as pl
 from acp_trace.analysis.replay_weight import new_session_windows, window_span
 from acp_trace.quantities import count, duration
 from acp_trace.render.escape import terminal
+from acp_trace.render.weight_facts import deadline_text, limit_text
 from acp_trace.weight import Threshold, WeightOptions, WindowSpan
 from acp_trace.weight.lines import line_rows
 
@@ -101,8 +102,8 @@ def limit_mark(found: tuple[int, Threshold] | None, pad: str, bar: str) -> list[
         return []
     length, limit = found
     return [
-        f"{pad}{bar}   >> a line of {count(length)} bytes: longer than the "
-        f"{terminal(limit.name)} limit of {terminal(limit.clients)}\n"
+        f"{pad}{bar}   >> a line of {count(length)} bytes: longer than "
+        f"{terminal(limit_text(limit))}\n"
     ]
 
 
@@ -112,6 +113,5 @@ def silence_mark(found: Silence | None, seq: int | None, pad: str, bar: str) -> 
         return []
     return [
         f"{pad}{bar}   .. {duration(found.ms)} with no line from the agent, seq "
-        f"{found.since_seq} to seq {seq}: past the {terminal(found.deadline.name)} deadline "
-        f"of {terminal(found.deadline.clients)}\n"
+        f"{found.since_seq} to seq {seq}: past {terminal(deadline_text(found.deadline))}\n"
     ]

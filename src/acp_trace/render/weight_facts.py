@@ -93,15 +93,16 @@ def line_text(kind: str | None, tool: str | None, length: int | None) -> str:
 
 
 def limit_text(limit: Threshold) -> str:
-    """`16 MiB (Effect's ndjson ...)`: a limit's name and who has it."""
-    return f"{limit.name} ({limit.clients})"
+    """`the 16 MiB limit of Effect's ndjson ...`: a limit's name and who has it."""
+    return f"the {limit.name} limit of {limit.clients}"
 
 
 def deadline_text(deadline: Threshold) -> str:
-    """`10 s (an SDK's default request timeout)`."""
-    return f"{deadline.name} ({deadline.clients})"
+    """`the 10 s deadline of an SDK's default request timeout`."""
+    return f"the {deadline.name} deadline of {deadline.clients}"
 
 
 def quiet_text(window_ms: float, cap_ms: float) -> str:
-    """How the quiet-window client guesses: `250 ms with no update, at most 10 s`."""
-    return f"{duration(window_ms)} with no update, at most {duration(cap_ms)}"
+    """How the quiet-window client guesses the end of a replay: `250 ms with no update (at
+    most 10,000 ms after the request)`."""
+    return f"{duration(window_ms)} with no update (at most {duration(cap_ms)} after the request)"

@@ -216,10 +216,12 @@ def _marks(
 def _quiet_note(weight: ReplayWeight, options: WeightOptions) -> list[str]:
     how = quiet_text(options.quiet_window_ms, options.quiet_cap_ms)
     if weight.quiet_end_ms is None:
-        return [f"A quiet-window client ({how}) would have waited for the response."]
+        return [
+            f"A client that takes the replay for over after {how} would have waited for the response."
+        ]
     after = weight.updates_after_quiet_end or 0
     return [
-        f"A quiet-window client ({how}) would have taken the replay for over at "
+        f"A client that takes the replay for over after {how} would have stopped at "
         f"{duration(weight.quiet_end_ms)},",
-        f"and the {counted(after, 'history update')} after it for live ones.",
+        f"and taken the {counted(after, 'history update')} after it for live ones.",
     ]

@@ -83,9 +83,9 @@ def _intro(o: WeightOptions) -> str:
     return (
         f"Each replay against the known client limits on one line ({limits}) and deadlines "
         f"({deadlines}); --frame-limit and --deadline add your own (docs/rules.md). A client "
-        f"that guesses the end of a replay ({quiet_text(o.quiet_window_ms, o.quiet_cap_ms)}) "
-        "takes the history updates after that moment for live ones: cut short counts such "
-        "replays, taken for live their updates."
+        "that takes a replay for over after "
+        f"{quiet_text(o.quiet_window_ms, o.quiet_cap_ms)} takes the history updates after that "
+        "moment for live ones: cut short counts such replays, taken for live their updates."
     )
 
 
