@@ -44,31 +44,52 @@ def window_weight(a: Analysis, w: Window, session: str | None = None) -> ReplayW
 
 
 def tool_of(tl: pl.DataFrame, row: int | None) -> str | None:
-    """The tool a line is about when it is a tool call (update): the call's `title`, else its
-    `toolCallId` (cut to TOOL_CHARS); None for any other line."""
+    """The tool a line is about when it is a tool call (update): the call's `title` (an
+    update without one: the title of the tool_call of its `toolCallId` before it on the
+    session), else its `toolCallId`, cut to TOOL_CHARS; None for any other line."""
     if row is None or tl["update_kind"][row] not in TOOL_KINDS:
         return None
-    text = tl["msg"][row] or tl["text"][row]
-    if not text:
-        return None
-    found = _parsed(text) if len(text) <= PARSED_MAX else None
-    if found is None:
-        head = text[:HEAD_CHARS]
-        match = _TITLE.search(head) or _CALL_ID.search(head)
-        found = _unquoted(match.group(1)) if match else None
+    title, call_id = _named(tl["msg"][row] or tl["text"][row] or "")
+    if title is None and call_id is not None:
+        title = _call_title(tl, row, call_id)
+    found = title or call_id
     return None if not found else found[:TOOL_CHARS]
 
 
-def _parsed(text: str) -> str | None:
-    try:
-        msg = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return None
-    update = _get(_get(msg, "params"), "update")
-    for key in ("title", "toolCallId"):
-        value = _get(update, key)
-        if isinstance(value, str) and value:
-            return value
+def _named(text: str) -> tuple[str | None, str | None]:
+    """A tool call (update)'s `title` and `toolCallId`: parsed, or found in its first bytes
+    when it is too long to parse or cut."""
+    if len(text) <= PARSED_MAX:
+        try:
+            update = _get(_get(orjson.loads(text), "params"), "update")
+        except orjson.JSONDecodeError:
+            update = None
+        if isinstance(update, dict):
+            title, call_id = update.get("title"), update.get("toolCallId")
+            return (
+                title if isinstance(title, str) and title else None,
+                call_id if isinstance(call_id, str) and call_id else None,
+            )
+    head = text[:HEAD_CHARS]
+    title, call_id = _TITLE.search(head), _CALL_ID.search(head)
+    return (
+        _unquoted(title.group(1)) if title else None,
+        _unquoted(call_id.group(1)) if call_id else None,
+    )
+
+
+def _call_title(tl: pl.DataFrame, row: int, call_id: str) -> str | None:
+    """The title of the latest tool_call of `call_id` before `row` on its trace and session."""
+    calls = tl.slice(0, row).filter(
+        pl.col("update_kind") == "tool_call",
+        pl.col("trace") == tl["trace"][row],
+        pl.col("session") == tl["session"][row],
+    )  # eager: the text is searched in the tool calls only
+    calls = calls.filter(pl.col("msg").str.contains(call_id, literal=True))
+    for text in reversed(calls["msg"].to_list()):
+        title, found = _named(text or "")
+        if found == call_id and title:
+            return title
     return None
 
 
