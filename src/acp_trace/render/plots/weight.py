@@ -152,7 +152,7 @@ def _lengths(
         ax.annotate(
             f"{label(lim.name, 40)} limit", xy=(1.0, lim.value), xycoords=("axes fraction", "data"),
             xytext=(4, 0), textcoords="offset points", ha="left", va="center",
-            fontsize=TEXT_SIZE - 1, color="0.3", gid=f"limit-label:{lim.name}",
+            fontsize=TEXT_SIZE, color="0.3", gid=f"limit-label:{lim.name}",
         )  # fmt: skip
     top = max(longest, *(lim.value for lim in above)) if above else longest
     ax.set_yscale("log")
