@@ -191,3 +191,27 @@ def test_plot_kind_weight_from_the_command_line(cli: Cli, tmp_path: Path) -> Non
     assert done.code == 0 and (tmp_path / "w.png").stat().st_size > 10_000
     wrong = cli("plot", "t.jsonl", "--kind", "weight", "--session", "nope", "-o", "x.png")
     assert wrong.code == 2 and "--session nope: no such session; expected one of: s1" in wrong.err
+
+
+def test_a_window_with_no_agent_line_and_time_going_back_are_drawn(tmp_path: Path) -> None:
+    """A resume the agent never answered: empty panels that say so, whole-number ticks; a
+    replay whose times go back: the curves never fall (no warning either way)."""
+    b = TraceBuilder()
+    b.resume("s1")
+    fig = plots.figure(analyze(b.write(tmp_path / "none.jsonl")), "weight")
+    assert one(fig, "no-history", Text).get_text() == "no history update in this replay"
+    fig.canvas.draw()
+    ticks = [t.get_text() for t in fig.axes[0].get_yticklabels() if t.get_text()]
+    assert len(ticks) == len(set(ticks))  # no "0, 0, 0" from fractional ticks
+    b = TraceBuilder()
+    rid = b.resume("s1")
+    for i in range(30):
+        b.update("s1", "agent_message_chunk", dt=-5.0 if i % 7 == 3 else 1.0,
+                 content={"type": "text", "text": "x"})  # fmt: skip
+    b.response(rid)
+    fig = plots.figure(analyze(b.write(tmp_path / "back.jsonl")), "weight")
+    (band,) = fig.findobj(FillBetweenPolyCollection)
+    edge = np.concatenate([p.vertices for p in band.get_paths()])
+    top = edge[edge[:, 1] > 0]  # the band's upper edge (its lower one is 0)
+    top = top[np.lexsort((top[:, 1], top[:, 0]))]  # by time, then height
+    assert len(top) > 5 and np.all(np.diff(top[:, 1]) >= 0)

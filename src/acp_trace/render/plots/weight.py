@@ -17,7 +17,7 @@ import polars as pl
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.text import Annotation
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from acp_trace.analysis.replays import Facts, Window
 from acp_trace.analysis.timeline import untimed_traces
@@ -86,7 +86,10 @@ def weight_figure(
             ax.axvline(x, color=colour, linestyle=style, linewidth=1.5, zorder=1, gid=name)
         ax.set_xlim(-0.02 * data.right, data.right * 1.04)
         plain_ticks(ax)
-    top.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=TEXT_SIZE, borderaxespad=0)
+    if data.bands:
+        top.legend(
+            loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=TEXT_SIZE, borderaxespad=0
+        )
     if candidates > 1:
         among = f" for {label(pick.describe(), 80)}" if pick.chosen else ""
         notes.append(
@@ -122,6 +125,7 @@ def _stack(ax: Axes, data: Series, weight: ReplayWeight, tl: pl.DataFrame, w: Wi
         bottom = top
     total = float(bottom[-1]) if len(bottom) else 0.0
     ax.set_ylim(0, max(total, 1.0) * 1.18)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # bytes: whole numbers only
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: count(int(v))))
     agent = agent_label(tl["agent"][w.req_row], tl["agent_version"][w.req_row])
     own = sum(b.total for b in data.bands if b.name != CHILDREN)
