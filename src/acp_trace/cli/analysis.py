@@ -256,8 +256,10 @@ def timeline(
     source_format: From = None,
     workers: Workers = 1,
 ) -> None:
-    """Print what happened, message by message, with replay windows and markers set off."""
+    """Print what happened, message by message, with replay windows and markers set off,
+    and the lines longer than a client's limit and the silences past a client's deadline."""
     from acp_trace.render.report import format_timeline
+    from acp_trace.render.timeline_weight import weight_marks
 
     a = analyze_paths(
         traces,
@@ -268,16 +270,19 @@ def timeline(
     )
     if session is not None:
         require_session(a.timeline, session)
+    marks = weight_marks(a.timeline, a.facts.windows, a.weight)
     if fmt == "json":
         from acp_trace.render.report.formats import to_json
         from acp_trace.render.timeline_json import timeline_document, timeline_rows
 
         rows = timeline_rows(
-            a.timeline, a.facts.windows, session=session, replays_only=replays_only
+            a.timeline, a.facts.windows, session=session, replays_only=replays_only, marks=marks
         )
         emit(to_json(timeline_document(rows)), "json")
         return
-    text = format_timeline(a.timeline, a.facts.windows, session=session, replays_only=replays_only)
+    text = format_timeline(
+        a.timeline, a.facts.windows, session=session, replays_only=replays_only, marks=marks
+    )
     emit(text)
 
 

@@ -97,7 +97,7 @@ def report(
 
 REPORT_FILES = ("report.md", "report.html", "replays.csv")  # and the charts (bundle.CHARTS)
 EXPORT_TABLES = ("records", "replays", "findings")  # render.export.tables, in this order
-Kind = Literal["gap", "replay", "latency"]
+Kind = Literal["gap", "replay", "latency", "weight"]
 
 
 @app.command()
@@ -114,13 +114,14 @@ def plot(
     ],
     kind: Annotated[Kind, typer.Option("--kind", help="Which chart.")] = "gap",
     session: Annotated[
-        str | None, typer.Option(metavar="ID", help="replay: this session's replay.")
+        str | None, typer.Option(metavar="ID", help="replay, weight: this session's replay.")
     ] = None,
     request: Annotated[
-        str | None, typer.Option(metavar="ID", help="replay: the request with this id.")
+        str | None, typer.Option(metavar="ID", help="replay, weight: the request with this id.")
     ] = None,
     trace: Annotated[
-        str | None, typer.Option(metavar="TRACE", help="replay: in this trace (path or name).")
+        str | None,
+        typer.Option(metavar="TRACE", help="replay, weight: in this trace (path or name)."),
     ] = None,
     marker_meta: MarkerMeta = None,
     frame_limit: FrameLimit = None,
@@ -130,13 +131,14 @@ def plot(
     source_format: From = None,
     workers: Workers = 1,
 ) -> None:
-    """Draw a chart: the replay gap distribution, one replay's timeline, or latency."""
+    """Draw a chart: the replay gap distribution, one replay's timeline or weight, or latency."""
     from acp_trace.files import output_dir, wants_directory
     from acp_trace.render import plots
 
-    if kind != "replay" and any(v is not None for v in (session, request, trace)):
+    if kind not in plots.PICKED and any(v is not None for v in (session, request, trace)):
         raise UsageError(
-            f"--session, --request and --trace choose a replay: use --kind replay, not {kind}"
+            "--session, --request and --trace choose a replay: use --kind replay or weight, "
+            f"not {kind}"
         )
     target = chart_target(output, kind)
     guard([target], traces)
