@@ -12,6 +12,7 @@ import orjson
 
 from acp_trace.mcpserver import server
 from acp_trace.mcpserver.store import Store
+from acp_trace.weight import DEFAULT
 from test_credentials import GITHUB
 from tracebuilder import TraceBuilder
 
@@ -52,13 +53,11 @@ def suffered(path: Path) -> dict[str, Any]:
 def test_the_answer_names_the_line_the_silence_and_the_quiet_window(tmp_path: Path) -> None:
     """A few sentences, each with its number and the threshold it passes."""
     said = suffered(weighty(tmp_path / "t.jsonl"))
+    who = {t.name: t.clients for t in DEFAULT.limits + DEFAULT.deadlines}
     assert said["largest_line"].startswith('tool_call_update "Run the tests", 70,')
-    assert said["largest_line"].endswith(
-        "longer than the 64 KiB limit of Python asyncio's stream reader (its default line limit)"
-    )
+    assert said["largest_line"].endswith("longer than the 64 KiB limit of " + who["64 KiB"])
     assert said["longest_silence"] == (
-        "2,500 ms with no line from the agent: past the 2 s deadline of a desktop client's "
-        "load probe"
+        "2,500 ms with no line from the agent: past the 2 s deadline of " + who["2 s"]
     )
     assert said["quiet_window"].startswith(
         "a client that takes the replay for over after 250 ms with no update (at most "
