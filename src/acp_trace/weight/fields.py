@@ -1,16 +1,17 @@
 """The weight fields of each replay row (rules.md "Replay weight, client limits and
 deadlines"): bytes by kind, the largest line, the children's bytes, the longest silence and
-what a quiet-window client would have made of the replay. One walk over the windows, each a
-few slices of sorted arrays: linear in the trace."""
+what a quiet-window client would have made of the replay. Each window's rows are a few runs of
+sorted columns (`lines.AgentLines`), taken for all windows at once and aggregated by polars:
+linear in the trace, and no numpy (its import alone would cost `replays` on a small trace a
+sixth of its time and memory)."""
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
-import numpy as np
 import polars as pl
 
-from acp_trace.weight.lines import line_rows
+from acp_trace.weight.lines import AgentLines, line_rows
 from acp_trace.weight.options import WeightOptions
 
 FIELDS = (
@@ -60,47 +61,30 @@ class ReplayWeight(NamedTuple):
     largest_row: int | None
 
 
-class _Arrays:
-    """The agent's lines as arrays: all of them by row (for silences), and those naming a
-    session sorted by (session, row) so that one session's rows in a range are one slice."""
+class _Bounds(NamedTuple):
+    """Where each window stops (the row it stops before), its start and end times (None
+    when untimed)."""
 
-    def __init__(self, tl: pl.DataFrame, lines: pl.DataFrame) -> None:
-        self.t = tl["t_ms"].fill_null(np.nan).to_numpy()
-        agent = lines.filter(pl.col("src") == "agent")
-        heads = agent.filter(pl.col("head"))
-        self.head_rows = heads["row"].to_numpy()
-        named = agent.filter(pl.col("session").is_not_null())
-        codes, sessions = _codes(named["session"])
-        self.codes = {s: i for i, s in enumerate(sessions)}  # session -> code
-        order = np.lexsort((named["row"].to_numpy(), codes))
-        self.key = (codes * (len(self.t) + 1) + named["row"].to_numpy())[order]
-        self.row = named["row"].to_numpy()[order]
-        self.seq = named["seq"].to_numpy()[order]
-        self.bytes = named["bytes"].to_numpy()[order]
-        self.line_bytes = named["line_bytes"].to_numpy()[order]
-        self.history = named["history"].to_numpy()[order]
-        self.update = named["is_update"].to_numpy()[order]
-        kinds, self.kind_names = _codes(named["kind"])
-        self.kind = kinds[order]
-        self.n = len(self.t)
-
-    def rows_of(self, session: str, lo: int, hi: int) -> slice:
-        """The slice of `session`'s rows strictly between rows `lo` and `hi`."""
-        code = self.codes.get(session)
-        if code is None:
-            return slice(0, 0)
-        base = code * (self.n + 1)
-        start = int(np.searchsorted(self.key, base + lo, side="right"))
-        stop = int(np.searchsorted(self.key, base + hi, side="left"))
-        return slice(start, max(start, stop))
+    hi: list[int]
+    t0: list[float | None]
+    t_end: list[float | None]
 
 
-def _codes(values: pl.Series) -> tuple[np.ndarray, list[str]]:
-    """Each value's code (its place among the distinct values) and the distinct values."""
-    names = values.unique(maintain_order=True)
-    table = pl.DataFrame({"v": names, "code": np.arange(len(names), dtype=np.int64)})
-    codes = pl.DataFrame({"v": values}).join(table, on="v", how="left", maintain_order="left")
-    return codes["code"].cast(pl.Int64).to_numpy(), names.to_list()
+def _time(value: float | None) -> float | None:
+    return None if value is None or value != value else float(value)  # NaN: untimed
+
+
+def _bounds(a: AgentLines, tl: pl.DataFrame, windows: list[WindowSpan]) -> _Bounds:
+    """The row each window stops before and its end time (response, connection or trace end)."""
+    ends = trace_ends(tl)
+    at = a.t.gather([w.end_row if w.end_row is not None else 0 for w in windows]).to_list()
+    his, t_end = [], []
+    for w, t in zip(windows, at, strict=True):
+        last_row, last_t = ends[w.trace]
+        his.append(last_row + 1 if w.end_row is None else w.end_row)
+        t_end.append(_time(last_t if w.end_row is None else t))
+    t0 = [_time(t) for t in a.t.gather([w.req_row for w in windows]).to_list()]
+    return _Bounds(his, t0, t_end)
 
 
 def replay_weights(
@@ -111,11 +95,29 @@ def replay_weights(
 ) -> list[ReplayWeight]:
     """One ReplayWeight per session of each window, in order (`lines`: `line_rows(tl)`,
     when the caller has it)."""
-    arrays = _Arrays(tl, line_rows(tl) if lines is None else lines)
-    ends = trace_ends(tl)
+    if not windows:
+        return []
+    a = AgentLines(tl, line_rows(tl) if lines is None else lines)
+    b = _bounds(a, tl, windows)
+    silence = _silences(a, windows, b)
+    entries = _entries(a, windows, b)
+    quiet = _quiet_ends(entries, b, options)
+    (by_kind, totals), largest = _by_kind(entries), _largest(entries)
+    after = _after(entries, b.t0, quiet)
     out: list[ReplayWeight] = []
-    for w in windows:
-        out.extend(_window(arrays, ends, w, options))
+    i = 0
+    for k, w in enumerate(windows):
+        # a session named twice: its last entry, as its start in `_entries`
+        own = {s.session: totals.get(i + j, 0) for j, s in enumerate(w.sessions)}
+        for j, s in enumerate(w.sessions):
+            n, kind, seq, row = largest.get(i + j, (None, None, None, None))
+            children = sum(own[c] for c in _descendants(w.sessions, s.session))
+            found = after.get(i + j, 0) if quiet[k] is not None else None
+            kinds = by_kind.get(i + j, [])
+            out.append(
+                ReplayWeight(kinds, n, kind, seq, children, silence[k], quiet[k], found, row)
+            )
+        i += len(w.sessions)
     return out
 
 
@@ -123,9 +125,10 @@ def silences(
     tl: pl.DataFrame, windows: list[WindowSpan], lines: pl.DataFrame | None = None
 ) -> list[float | None]:
     """The longest silence of each window (for `session/new` windows, which have no row)."""
-    arrays = _Arrays(tl, line_rows(tl) if lines is None else lines)
-    ends = trace_ends(tl)
-    return [_silence(arrays, ends, w) for w in windows]
+    if not windows:
+        return []
+    a = AgentLines(tl, line_rows(tl) if lines is None else lines)
+    return _silences(a, windows, _bounds(a, tl, windows))
 
 
 def trace_ends(tl: pl.DataFrame) -> dict[str, tuple[int, float]]:
@@ -134,81 +137,133 @@ def trace_ends(tl: pl.DataFrame) -> dict[str, tuple[int, float]]:
     return {t: (int(r), float("nan") if m is None else m) for t, r, m in ends.iter_rows()}
 
 
-def _bounds(a: _Arrays, ends: dict[str, tuple[int, float]], w: WindowSpan) -> tuple[int, float]:
-    """The row the window stops before, and its end time (response, connection or trace end)."""
-    last_row, last_t = ends[w.trace]
-    if w.end_row is None:
-        return last_row + 1, last_t
-    return w.end_row, float(a.t[w.end_row])
-
-
-def _silence(a: _Arrays, ends: dict[str, tuple[int, float]], w: WindowSpan) -> float | None:
-    hi, t_end = _bounds(a, ends, w)
-    t0 = float(a.t[w.req_row])
-    lo_i = int(np.searchsorted(a.head_rows, w.req_row, side="right"))
-    hi_i = int(np.searchsorted(a.head_rows, hi, side="left"))
-    times = a.t[a.head_rows[lo_i:hi_i]]
-    seq = np.concatenate(([t0], times[~np.isnan(times)], [t_end]))
-    seq = seq[~np.isnan(seq)]
-    if len(seq) < 2 or np.isnan(t0):
-        return None
-    running = np.maximum.accumulate(seq)  # time that goes backwards is no silence
-    return float(max(0.0, float(np.max(seq[1:] - running[:-1]))))
-
-
-def _window(
-    a: _Arrays, ends: dict[str, tuple[int, float]], w: WindowSpan, o: WeightOptions
-) -> list[ReplayWeight]:
-    hi, t_end = _bounds(a, ends, w)
-    t0 = float(a.t[w.req_row])
-    silence = _silence(a, ends, w)
-    starts = {
-        s.session: s.announce_row if s.announce_row is not None else w.req_row for s in w.sessions
-    }
-    quiet = _quiet_end(a, w, starts, hi, t0, t_end, o)
-    own: dict[str, int] = {}
-    rows = []
-    for s in w.sessions:
-        span = a.rows_of(s.session, starts[s.session], hi)
-        stop = s.marker_row if s.marker_row is not None else hi
-        counted = a.rows_of(s.session, starts[s.session], min(stop, hi))
-        by_kind = _by_kind(a, counted)
-        own[s.session] = sum(int(d["bytes"]) for d in by_kind)  # type: ignore[call-overload]
-        largest = _largest(a, span)
-        after = None
-        if quiet is not None:
-            hist = a.history[span]
-            times = a.t[a.row[span]][hist] - t0
-            after = int(np.count_nonzero(times >= quiet))  # the client decided then
-        rows.append((s, by_kind, largest, after))
-    out = []
-    for s, by_kind, largest, after in rows:
-        children = sum(own[c] for c in _descendants(w.sessions, s.session))
-        out.append(ReplayWeight(by_kind, *largest[:3], children, silence, quiet, after, largest[3]))
+def _silences(a: AgentLines, windows: list[WindowSpan], b: _Bounds) -> list[float | None]:
+    """Each window's longest interval with no agent line: from R's time through the lines'
+    times to the end's, times going backwards ignored (a running maximum)."""
+    rows = a.heads["row"]
+    start = rows.search_sorted(pl.Series([w.req_row for w in windows]), side="right")
+    stop = rows.search_sorted(pl.Series(b.hi, dtype=pl.Int64), side="left")
+    runs = pl.DataFrame({"w": range(len(windows)), "a": start.cast(pl.Int64)})
+    runs = runs.with_columns(b=pl.max_horizontal(pl.col("a"), stop.cast(pl.Int64)))
+    pos = runs.select("w", p=pl.int_ranges("a", "b")).explode("p").drop_nulls("p")
+    inside = pos.select("w", t=a.heads["t_ms"].gather(pos["p"]))
+    ts = pl.Schema({"w": pl.Int64, "t": pl.Float64})
+    edge = [pl.DataFrame({"w": range(len(windows)), "t": t}, schema=ts) for t in (b.t0, b.t_end)]
+    seq = pl.concat([edge[0], inside.cast(ts), edge[1]]).drop_nulls("t")
+    seq = seq.sort("w", maintain_order=True)  # stable: R's time, the lines', the end's
+    before = pl.col("t").cum_max().shift(1).over("w")
+    found = seq.group_by("w").agg(gap=(pl.col("t") - before).max(), n=pl.len())
+    gaps = {w: (g, n) for w, g, n in found.iter_rows()}
+    out: list[float | None] = []
+    for k in range(len(windows)):
+        gap, n = gaps.get(k, (None, 0))
+        out.append(None if n < 2 or b.t0[k] is None else max(0.0, float(gap)))
     return out
 
 
-def _by_kind(a: _Arrays, counted: slice) -> list[dict[str, object]]:
-    """History bytes per update kind over a slice: the largest first, then by name."""
-    hist = a.history[counted]
-    kinds, weights = a.kind[counted][hist], a.bytes[counted][hist]
-    if len(kinds) == 0:
-        return []
-    sums = np.zeros(len(a.kind_names), dtype=np.int64)
-    np.add.at(sums, kinds, weights.astype(np.int64))  # exact at any size
-    found = [(a.kind_names[k], int(sums[k])) for k in np.flatnonzero(np.bincount(kinds))]
-    found.sort(key=lambda kv: (-kv[1], kv[0]))
-    return [{"kind": k, "bytes": b} for k, b in found]
+def _entries(a: AgentLines, windows: list[WindowSpan], b: _Bounds) -> pl.DataFrame:
+    """Each (window, session)'s rows, one row each: `i` (the entry, in order), `w` (the
+    window), `counted` (before the session's marker), and the line's columns."""
+    sessions, lo, hi, stop, w_of = [], [], [], [], []
+    for k, w in enumerate(windows):
+        starts = {
+            s.session: w.req_row if s.announce_row is None else s.announce_row for s in w.sessions
+        }
+        for s in w.sessions:
+            end = b.hi[k] if s.marker_row is None else min(s.marker_row, b.hi[k])
+            sessions.append(s.session)
+            lo.append(starts[s.session])
+            hi.append(b.hi[k])
+            stop.append(end)
+            w_of.append(k)
+    span, counted = a.runs(sessions, lo, hi), a.runs(sessions, lo, stop)
+    runs = pl.DataFrame({"w": w_of, "a": span["start"], "b": span["stop"], "c": counted["stop"]})
+    runs = runs.with_row_index("i").with_columns(pl.col("i").cast(pl.Int64))
+    pos = runs.select("i", "w", "c", p=pl.int_ranges("a", "b")).explode("p").drop_nulls("p")
+    columns = a.named.select(
+        "row", "seq", "bytes", "line_bytes", "history", "is_update", "kind", "t_ms"
+    )
+    rows = columns[pos["p"]]
+    return pl.concat(
+        [pos.select("i", "w", counted=pl.col("p") < pl.col("c")), rows], how="horizontal"
+    )
 
 
-def _largest(a: _Arrays, span: slice) -> tuple[int | None, str | None, int | None, int | None]:
-    """The longest line on the session in the slice (the earliest on a tie): bytes, kind,
-    seq, row."""
-    sizes = a.line_bytes[span]
-    if len(sizes) == 0:
-        return None, None, None, None
-    i = span.start + int(np.argmax(sizes))  # argmax: the first of equal maxima
-    return int(a.line_bytes[i]), a.kind_names[a.kind[i]], int(a.seq[i]), int(a.row[i])
+def _by_kind(
+    entries: pl.DataFrame,
+) -> tuple[dict[int, list[dict[str, object]]], dict[int, int]]:
+    """Each entry's history bytes per update kind before its marker (the largest first, then
+    by name), and their sum."""
+    sums = (
+        entries.filter(pl.col("counted") & pl.col("history"))
+        .group_by("i", "kind")
+        .agg(pl.col("bytes").cast(pl.Int64).sum())
+    )
+    found: dict[int, list[tuple[str, int]]] = {}
+    for i, kind, size in sums.iter_rows():
+        found.setdefault(i, []).append((kind, int(size)))
+    out: dict[int, list[dict[str, object]]] = {}
+    for i, kinds in found.items():
+        kinds.sort(key=lambda kv: (-kv[1], kv[0]))
+        out[i] = [{"kind": k, "bytes": v} for k, v in kinds]
+    return out, {i: sum(v for _, v in kinds) for i, kinds in found.items()}
+
+
+def _largest(entries: pl.DataFrame) -> dict[int, tuple[int, str, int, int]]:
+    """Each entry's longest line (the earliest on a tie): bytes, kind, seq, row."""
+    first = pl.col("line_bytes").arg_max()  # the first of equal maxima
+    found = entries.group_by("i", maintain_order=True).agg(
+        pl.col("line_bytes").get(first),
+        pl.col("kind").get(first),
+        pl.col("seq").get(first),
+        pl.col("row").get(first),
+    )
+    return {i: (int(n), k, int(s), int(r)) for i, n, k, s, r in found.iter_rows()}
+
+
+def _quiet_ends(entries: pl.DataFrame, b: _Bounds, o: WeightOptions) -> list[float | None]:
+    """Each window's R sent to the first moment a quiet-window client takes the replay for
+    over (rules.md `quiet_end_ms`), or None when the response or the trace's end comes first."""
+    t0 = pl.DataFrame({"w": range(len(b.t0)), "t0": b.t0}, schema={"w": pl.Int64, "t0": pl.Float64})
+    updates = (
+        entries.filter(pl.col("is_update"))
+        .join(t0, on="w", how="left")
+        .select("w", d=pl.col("t_ms") - pl.col("t0"))
+        .drop_nulls("d")
+        .sort("w", "d")
+    )
+    after = pl.col("d").shift(-1).over("w")
+    found = updates.group_by("w").agg(
+        pl.col("d").filter(after - pl.col("d") >= o.quiet_window_ms).first().alias("gap"),
+        pl.col("d").last().alias("last"),
+    )
+    quiet_from = {w: (gap if gap is not None else last) for w, gap, last in found.iter_rows()}
+    out: list[float | None] = []
+    for k, (start, end_t) in enumerate(zip(b.t0, b.t_end, strict=True)):
+        if start is None or end_t is None:
+            out.append(None)
+            continue
+        end = o.quiet_cap_ms
+        if k in quiet_from:
+            end = min(end, float(quiet_from[k]) + o.quiet_window_ms)
+        out.append(end if end < end_t - start else None)
+    return out
+
+
+def _after(
+    entries: pl.DataFrame, t0: list[float | None], quiet: list[float | None]
+) -> dict[int, int]:
+    """Each entry's history updates at or after its window's quiet end (the client decided
+    then), for the windows that have one."""
+    schema = {"w": pl.Int64, "t0": pl.Float64, "q": pl.Float64}
+    q = pl.DataFrame({"w": range(len(quiet)), "t0": t0, "q": quiet}, schema=schema)
+    found = (
+        entries.filter(pl.col("history"))
+        .join(q.drop_nulls("q"), on="w", how="inner")
+        .group_by("i")
+        .agg(((pl.col("t_ms") - pl.col("t0")) >= pl.col("q")).sum().alias("n"))
+    )
+    return {i: int(n) for i, n in found.iter_rows()}
 
 
 def _descendants(sessions: tuple[SessionSpan, ...], root: str) -> list[str]:
@@ -224,30 +279,3 @@ def _descendants(sessions: tuple[SessionSpan, ...], root: str) -> list[str]:
                 out.append(c)
                 todo.append(c)
     return out
-
-
-def _quiet_end(
-    a: _Arrays,
-    w: WindowSpan,
-    starts: dict[str, int],
-    hi: int,
-    t0: float,
-    t_end: float,
-    o: WeightOptions,
-) -> float | None:
-    """R sent to the first moment a quiet-window client takes the replay for over (rules.md
-    `quiet_end_ms`), or None when the response or the trace's end comes first."""
-    if np.isnan(t0) or np.isnan(t_end):
-        return None
-    times = []
-    for s in w.sessions:
-        span = a.rows_of(s.session, starts[s.session], hi)
-        times.append(a.t[a.row[span]][a.update[span]])
-    ut = np.concatenate(times) if times else np.empty(0)
-    ut = np.maximum.accumulate(np.sort(ut[~np.isnan(ut)] - t0)) if len(ut) else ut
-    end = o.quiet_cap_ms
-    if len(ut):
-        gaps = np.flatnonzero(np.diff(ut) >= o.quiet_window_ms)
-        quiet_from = ut[gaps[0]] if len(gaps) else ut[-1]
-        end = min(end, float(quiet_from) + o.quiet_window_ms)
-    return end if end < t_end - t0 else None

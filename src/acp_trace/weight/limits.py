@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import numpy as np
 import polars as pl
 
 from acp_trace.weight.lines import line_rows
@@ -37,10 +36,10 @@ def over_limits(
     heads = heads.filter(pl.col("line_bytes") > smallest)
     if heads.is_empty():
         return []
-    values = np.array([t.value for t in options.limits], dtype=np.float64)
+    values = pl.Series([float(t.value) for t in options.limits], dtype=pl.Float64)
     # the index of the largest limit each line is longer than
-    index = np.searchsorted(values, heads["line_bytes"].to_numpy(), side="left") - 1
-    heads = heads.with_columns(pl.Series("limit", index, dtype=pl.Int64))
+    index = values.search_sorted(heads["line_bytes"].cast(pl.Float64), side="left")
+    heads = heads.with_columns((index.cast(pl.Int64) - 1).alias("limit"))
     grouped = (
         heads.sort("row")
         .group_by("trace", "src", "limit", maintain_order=True)

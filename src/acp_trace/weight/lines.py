@@ -69,3 +69,38 @@ def line_rows(tl: pl.DataFrame) -> pl.DataFrame:
         .drop("batch_bytes", "part")
         .collect()
     )
+
+
+class AgentLines:
+    """The agent's lines as sorted columns: the heads of its lines by row (for silences), and
+    the rows naming a session sorted by (session, row), so that one session's rows strictly
+    between two rows are one run of positions, found by a binary search (`runs`)."""
+
+    def __init__(self, tl: pl.DataFrame, lines: pl.DataFrame) -> None:
+        self.n = tl.height
+        self.t = tl["t_ms"].cast(pl.Float64).fill_nan(None)  # by timeline row; None: untimed
+        agent = lines.filter(pl.col("src") == "agent").with_columns(
+            pl.col("t_ms").cast(pl.Float64).fill_nan(None)
+        )
+        self.heads = agent.filter(pl.col("head")).select("row", "t_ms")
+        named = agent.filter(pl.col("session").is_not_null())
+        self.codes = named.select("session").unique(maintain_order=True).with_row_index("code")
+        self.named = (
+            named.join(self.codes, on="session", how="left", maintain_order="left")
+            .with_columns(key=pl.col("code").cast(pl.Int64) * (self.n + 1) + pl.col("row"))
+            .sort("key")
+        )
+
+    def runs(self, sessions: list[str], lo: list[int], hi: list[int]) -> pl.DataFrame:
+        """For each (session, lo, hi): where its rows strictly between rows lo and hi start
+        and stop among the sorted rows (`start`, `stop`)."""
+        query = pl.DataFrame(
+            {"session": sessions, "lo": lo, "hi": hi},
+            schema={"session": pl.String, "lo": pl.Int64, "hi": pl.Int64},
+        ).join(self.codes, on="session", how="left", maintain_order="left")
+        base = query["code"].cast(pl.Int64).fill_null(-1) * (self.n + 1)  # -1: no row
+        key = self.named["key"]
+        start = key.search_sorted(base + query["lo"], side="right").cast(pl.Int64)
+        stop = key.search_sorted(base + query["hi"], side="left").cast(pl.Int64)
+        found = pl.DataFrame({"start": start, "stop": stop})
+        return found.with_columns(pl.max_horizontal("start", "stop").alias("stop"))
