@@ -1,0 +1,234 @@
+"""The native path's reading of updates (rules.md "Replay fidelity"): each fidelity update of
+the agent read once into the values messages are built from, at msgspec's speed, exactly as
+`messages.py` reads it.
+
+msgspec decodes a message into structs that keep only what fidelity reads: the ids, `status`,
+`content` (text blocks, and a tool call's `content` items holding one) and whether `rawOutput`
+is there. An update is read here only when that gives what the Python path gives: its ids are
+strings, its content blocks text blocks, its rawOutput absent or null; msgspec refuses what
+orjson refuses (a lone surrogate, a control character, nesting too deep), and keeps the last of
+two equal keys as orjson does. Every other update is read by the Python path's own functions
+(`messages.read_update`), one at a time. A value that a polars string cannot hold (a lone
+surrogate the stdlib parser kept) marks its update `unprovable`: its spans take the Python path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Literal
+
+import msgspec
+import polars as pl
+from msgspec import UNSET, Struct, UnsetType
+
+from acp_trace.fidelity.content import content_text, tool_item_text
+from acp_trace.fidelity.messages import TOOL_KINDS, exact_key, read_update
+from acp_trace.jsonrpc import json_text
+
+
+class _Text(Struct, gc=False):
+    type: Literal["text"]
+    text: str
+
+
+class _Said(Struct, gc=False):
+    messageId: str | UnsetType = UNSET
+    content: list[_Text] | _Text | None | UnsetType = UNSET
+
+
+class _Item(Struct, gc=False):
+    type: Literal["content"]
+    content: _Text
+
+
+class _Tool(Struct, gc=False):
+    toolCallId: str | UnsetType = UNSET
+    status: str | None | UnsetType = UNSET
+    content: list[_Item] | None | UnsetType = UNSET
+    rawOutput: None | UnsetType = UNSET
+
+
+class _SaidParams(Struct, gc=False):
+    update: _Said
+
+
+class _ToolParams(Struct, gc=False):
+    update: _Tool
+
+
+class _SaidMessage(Struct, gc=False):
+    params: _SaidParams
+
+
+class _ToolMessage(Struct, gc=False):
+    params: _ToolParams
+
+
+_SAID = msgspec.json.Decoder(list[_SaidMessage])
+_TOOLS = msgspec.json.Decoder(list[_ToolMessage])
+_FAILURES = (msgspec.MsgspecError, RecursionError, ValueError)
+BATCH = 512  # updates decoded in one call (a batch that fails is decoded one by one)
+DEEP = 1000  # a message this long may nest deeply: its brackets are counted first
+
+ROW_SCHEMA: dict[str, Any] = {
+    "row": pl.UInt32,
+    "ok": pl.Boolean,  # readable (an unreadable update is skipped, as the Python path skips it)
+    "key": pl.String,  # the id's exact key (None: no id)
+    "text": pl.String,  # a message's content text; a tool call's content items' text
+    "has_status": pl.Boolean,
+    "status": pl.String,  # a status that is no string: ""
+    "has_content": pl.Boolean,
+    "has_raw": pl.Boolean,
+    "raw": pl.String,  # rawOutput's compact JSON (None: null)
+}
+
+
+class ReadRows:
+    """The updates read: `frame()` (ROW_SCHEMA, one row per update that polars can hold),
+    `ids` (row -> the id as parsed, for ids that are no string), `unprovable` (rows whose
+    values polars cannot hold)."""
+
+    def __init__(self) -> None:
+        self.columns: dict[str, list[Any]] = {name: [] for name in ROW_SCHEMA}
+        self.ids: dict[int, Any] = {}
+        self.unprovable: set[int] = set()
+
+    def extend(self, **values: list[Any]) -> None:
+        for name, column in self.columns.items():
+            column.extend(values[name])
+
+    def frame(self) -> pl.DataFrame:
+        return pl.DataFrame(self.columns, schema=ROW_SCHEMA)
+
+
+def read_rows(updates: pl.DataFrame) -> ReadRows:
+    """Each update (`row`, its update `kind` and `msg` text) read."""
+    out = ReadRows()
+    deep = pl.col("msg").is_null() | (pl.col("msg").str.len_bytes() >= DEEP)
+    tool = pl.col("kind").is_in(list(TOOL_KINDS))
+    odd = [
+        (row, kind, msg)
+        for row, kind, msg in updates.filter(deep).iter_rows()
+        if msg is None or msg.count("[") + msg.count("{") >= DEEP // 2
+    ]
+    held = updates.filter(~pl.col("row").is_in([row for row, _, _ in odd]))
+    for decoder, fill, name, which in (
+        (_SAID, _said, "said", ~tool),
+        (_TOOLS, _tools, "tool_call", tool),
+    ):
+        for rows, decoded in _batches(decoder, held.filter(which), odd, name):
+            fill(out, rows, decoded)
+    for row, kind, msg in odd:
+        got = _python(out, row, kind, msg)
+        if got is not None:
+            out.extend(**{name: [v] for name, v in zip(ROW_SCHEMA, (row, *got), strict=True)})
+    return out
+
+
+def _batches(
+    decoder: msgspec.json.Decoder[Any],
+    updates: pl.DataFrame,
+    odd: list[tuple[int, str, str | None]],
+    kind: str,
+) -> Iterator[tuple[list[int], list[Any]]]:
+    """The updates decoded a batch at a time (one JSON array, joined in polars); those that do
+    not decode go to `odd`."""
+    batches = updates.group_by(pl.int_range(pl.len()) // BATCH, maintain_order=True).agg(
+        pl.col("row"), joined=pl.col("msg").str.join(",")
+    )
+    for at, (rows, joined) in enumerate(batches.select("row", "joined").iter_rows()):
+        try:
+            decoded = decoder.decode("[" + joined + "]")
+        except _FAILURES:
+            decoded = []
+        if len(decoded) == len(rows):
+            yield rows, decoded
+            continue
+        good: list[tuple[int, Any]] = []
+        msgs = updates["msg"].slice(at * BATCH, BATCH).to_list()
+        for row, msg in zip(rows, msgs, strict=True):
+            try:
+                one = decoder.decode("[" + msg + "]")
+            except _FAILURES:
+                one = []
+            if len(one) == 1:
+                good.append((row, one[0]))
+            else:
+                odd.append((row, kind, msg))
+        yield [r for r, _ in good], [d for _, d in good]
+
+
+def _said(out: ReadRows, rows: list[int], decoded: list[_SaidMessage]) -> None:
+    ups = [d.params.update for d in decoded]
+    n = len(rows)
+    out.extend(
+        row=rows,
+        ok=[True] * n,
+        key=[None if u.messageId is UNSET else "s" + u.messageId for u in ups],  # type: ignore[operator]
+        text=[_text(u.content) for u in ups],
+        has_status=[False] * n,
+        status=[None] * n,
+        has_content=[False] * n,
+        has_raw=[False] * n,
+        raw=[None] * n,
+    )
+
+
+def _text(c: Any) -> str:
+    if type(c) is _Text:
+        return c.text
+    return "".join([b.text for b in c]) if type(c) is list else ""
+
+
+def _tools(out: ReadRows, rows: list[int], decoded: list[_ToolMessage]) -> None:
+    ups = [d.params.update for d in decoded]
+    n = len(rows)
+    out.extend(
+        row=rows,
+        ok=[True] * n,
+        key=[None if u.toolCallId is UNSET else "s" + u.toolCallId for u in ups],  # type: ignore[operator]
+        text=["".join([i.content.text for i in u.content]) if u.content else "" for u in ups],  # type: ignore[union-attr]
+        has_status=[u.status is not UNSET for u in ups],
+        status=[None if u.status is UNSET else u.status or "" for u in ups],
+        has_content=[u.content is not UNSET and u.content is not None for u in ups],
+        has_raw=[u.rawOutput is None for u in ups],
+        raw=[None] * n,
+    )
+
+
+def _python(out: ReadRows, row: int, kind: str, msg: str | None) -> tuple[Any, ...] | None:
+    """An update read by the Python path's functions (None: it cannot be held in polars)."""
+    update = read_update(msg)
+    if update is None:
+        return (False, None, "", False, None, False, False, None)
+    tool = kind in TOOL_KINDS
+    ident = update.get("toolCallId" if tool else "messageId")
+    key = None if ident is None else exact_key(ident)
+    if ident is not None and type(ident) is not str:
+        out.ids[row] = ident
+    if not tool:
+        values = (key, content_text(update.get("content")), False, None, False, False, None)
+    else:
+        has_status = "status" in update
+        status = update.get("status")
+        head = status if isinstance(status, str) else ("" if has_status else None)
+        c = update.get("content")
+        text = "".join(tool_item_text(i) for i in c) if isinstance(c, list) else ""
+        raw = update.get("rawOutput")
+        raw_text = None if raw is None else json_text(raw)
+        values = (key, text, has_status, head, c is not None, "rawOutput" in update, raw_text)
+    if not all(_holdable(v) for v in values):
+        out.unprovable.add(row)
+        return None
+    return (True, *values)
+
+
+def _holdable(value: Any) -> bool:
+    """Whether a polars string can hold `value` (a lone surrogate it cannot)."""
+    if type(value) is not str:
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
