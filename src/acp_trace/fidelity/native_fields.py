@@ -4,18 +4,18 @@ its source set side by side (`native_match`), counted, and each difference made 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import polars as pl
 
+from acp_trace.fidelity.messages import exact_key
 from acp_trace.fidelity.native_build import BuiltSpans
 from acp_trace.fidelity.native_match import match_all
-from acp_trace.fidelity.result import WHATS, Difference, ReplayFidelity, preview
+from acp_trace.fidelity.result import TEXT_PREVIEW, WHATS, Difference, ReplayFidelity
 from acp_trace.fidelity.source import Plan
 from acp_trace.fidelity.spans import ReplaySpan
 
-_COLS = ("kind", "key", "text", "bytes", "first_seq", "first_row")
 _ORDER = {w: i for i, w in enumerate(WHATS)}
 
 
@@ -86,29 +86,16 @@ def _own_differences(
 ) -> None:
     """The replay's repeated updates and (v2) its chunks before their whole update."""
     dups = own.join(f.built.duplicated, on="span").join(r.drop("span"), on=["rep", "kind", "key"])
-    for row in _rows(dups.sort("rep", "row")):
-        rf = out[row["rep"]]
-        rf.replay_duplicated += 1
-        rf.differences.append(_diff(f, "duplicated", None, row))
+    for rep, d in _made(f, "duplicated", dups.sort("rep", "row"), "r"):
+        out[rep].replay_duplicated += 1
+        out[rep].differences.append(d)
     firsts = own.join(f.built.chunk_first, on="span").sort("rep", "row")
-    for row in _rows(firsts):
-        rf = out[row["rep"]]
-        rf.chunks_before_message += 1
-        ident = f.id_of(row["key"], row["row"])
-        rf.differences.append(
-            Difference(
-                "chunk_before_message",
-                row["kind"],
-                None,
-                ident,
-                None,
-                None,
-                row["seq"],
-                None,
-                None,
-                "",
-            )
-        )
+    cols = (firsts[c].to_list() for c in ("rep", "kind", "key", "row", "seq"))
+    for rep, kind, key, row, seq in zip(*cols, strict=True):
+        ident = f.id_of(key, row)
+        d = Difference("chunk_before_message", kind, None, ident, None, None, seq, None, None, "")
+        out[rep].chunks_before_message += 1
+        out[rep].differences.append(d)
 
 
 def _prompt_ids(f: Frames) -> dict[int, dict[str, str]]:
@@ -144,10 +131,9 @@ def _prompts(
     changed = (pl.col("ptext").is_not_null() & (pl.col("ptext") != pl.col("text"))) | (
         pl.col("ptext").is_null() & pl.col("hit").fill_null(False)
     )
-    for row in _rows(users.filter(changed).sort("rep", "ridx")):
-        rf = out[row["rep"]]
-        rf.prompt_id_changed += 1
-        rf.differences.append(_diff(f, "prompt_id_changed", None, row))
+    for rep, d in _made(f, "prompt_id_changed", users.filter(changed).sort("rep", "ridx"), "r"):
+        out[rep].prompt_id_changed += 1
+        out[rep].differences.append(d)
 
 
 def _matched(
@@ -167,58 +153,65 @@ def _matched(
         rf.replay_missing = rf.replay_id_changed = rf.replay_reordered = 0
         rf.replay_truncated = rf.replay_truncated_bytes = 0
         rf.replay_extra = 0 if rf.source_complete else None
-    for row in _rows(m.missing):
-        out[row["rep"]].replay_missing += 1  # type: ignore[operator]
-        out[row["rep"]].differences.append(_diff(f, "missing", row, None))
-    for row in _rows(m.extra):
-        rf = out[row["rep"]]
-        if rf.source_complete:
-            rf.replay_extra += 1  # type: ignore[operator]
-            rf.differences.append(_diff(f, "extra", None, row))
+    complete = [rep for rep in out if out[rep].source_complete]
+    for rep, d in _made(f, "missing", m.missing, "s"):
+        out[rep].replay_missing += 1  # type: ignore[operator]
+        out[rep].differences.append(d)
+    for rep, d in _made(f, "extra", m.extra.filter(pl.col("rep").is_in(complete)), "r"):
+        out[rep].replay_extra += 1  # type: ignore[operator]
+        out[rep].differences.append(d)
     changed = (
         (pl.col("by") == "content")
         & pl.col("key_s").is_not_null()
         & pl.col("key_r").is_not_null()
         & (pl.col("key_s") != pl.col("key_r"))
     )
-    for row in _rows(m.pairs.filter(changed)):
-        rf = out[row["rep"]]
-        rf.replay_id_changed += 1  # type: ignore[operator]
-        if row["key_s"] not in prompt_ids[row["rep"]]:
-            rf.unstable_ids += 1
-        rf.differences.append(_pair(f, "id_changed", row))
-    for row in _rows(m.reordered):
-        out[row["rep"]].replay_reordered += 1  # type: ignore[operator]
-        out[row["rep"]].differences.append(_pair(f, "reordered", row))
-    for row in _rows(m.pairs.filter(pl.col("bytes_r") < pl.col("bytes_s"))):
-        rf = out[row["rep"]]
-        rf.replay_truncated += 1  # type: ignore[operator]
-        rf.replay_truncated_bytes += row["bytes_s"] - row["bytes_r"]  # type: ignore[operator]
-        rf.differences.append(_pair(f, "truncated", row))
+    for rep, d in _made(f, "id_changed", m.pairs.filter(changed), "sr"):
+        out[rep].replay_id_changed += 1  # type: ignore[operator]
+        if exact_key(d.source_id) not in prompt_ids[rep]:
+            out[rep].unstable_ids += 1
+        out[rep].differences.append(d)
+    for rep, d in _made(f, "reordered", m.reordered, "sr"):
+        out[rep].replay_reordered += 1  # type: ignore[operator]
+        out[rep].differences.append(d)
+    for rep, d in _made(
+        f, "truncated", m.pairs.filter(pl.col("bytes_r") < pl.col("bytes_s")), "sr"
+    ):
+        out[rep].replay_truncated += 1  # type: ignore[operator]
+        out[rep].replay_truncated_bytes += d.source_bytes - d.replay_bytes  # type: ignore[operator]
+        out[rep].differences.append(d)
 
 
-def _rows(frame: pl.DataFrame) -> Iterable[dict[str, Any]]:
-    return frame.iter_rows(named=True)
+def _made(
+    f: Frames, what: str, frame: pl.DataFrame, sides: str
+) -> Iterator[tuple[int, Difference]]:
+    """The differences of the rows of `frame`, with their replay's number: `sides` "s" (a
+    source message), "r" (a replay message) or "sr" (a pair, columns suffixed _s and _r)."""
+    n = frame.height
+    none: list[Any] = [None] * n
 
+    def col(name: str, side: str) -> list[Any]:
+        if side not in sides:
+            return none
+        return frame[name + ("_" + side if sides == "sr" else "")].to_list()
 
-def _pair(f: Frames, what: str, row: dict[str, Any]) -> Difference:
-    s = {c: row[c + "_s"] for c in (*_COLS, "trace")}
-    r = {c: row[c + "_r"] for c in _COLS}
-    return _diff(f, what, s, r)
+    def ids(side: str) -> list[Any]:
+        keys, rows = col("key", side), col("first_row", side)
+        return [f.id_of(k, r) for k, r in zip(keys, rows, strict=True)] if side in sides else none
 
-
-def _diff(f: Frames, what: str, s: dict[str, Any] | None, r: dict[str, Any] | None) -> Difference:
-    ref = s or r
-    assert ref is not None
-    return Difference(
-        what=what,
-        kind=ref["kind"],
-        source_id=f.id_of(s["key"], s["first_row"]) if s else None,
-        replay_id=f.id_of(r["key"], r["first_row"]) if r else None,
-        source_trace=s["trace"] if s else None,
-        source_seq=s["first_seq"] if s else None,
-        replay_seq=r["first_seq"] if r else None,
-        source_bytes=s["bytes"] if s else None,
-        replay_bytes=r["bytes"] if r else None,
-        text=preview(ref["text"]),
+    ref = sides[0]
+    texts = [t[:TEXT_PREVIEW] for t in col("text", ref)]
+    columns = (
+        frame["rep"].to_list(),
+        col("kind", ref),
+        ids("s"),
+        ids("r"),
+        col("trace", "s"),
+        col("first_seq", "s"),
+        col("first_seq", "r"),
+        col("bytes", "s"),
+        col("bytes", "r"),
+        texts,
     )
+    for rep, *values in zip(*columns, strict=True):
+        yield rep, Difference(what, *values)

@@ -33,7 +33,7 @@ class _Text(Struct, gc=False):
 
 class _Said(Struct, gc=False):
     messageId: str | UnsetType = UNSET
-    content: list[_Text] | _Text | None | UnsetType = UNSET
+    content: list[_Text] | _Text | UnsetType | None = UNSET
 
 
 class _Item(Struct, gc=False):
@@ -43,9 +43,9 @@ class _Item(Struct, gc=False):
 
 class _Tool(Struct, gc=False):
     toolCallId: str | UnsetType = UNSET
-    status: str | None | UnsetType = UNSET
-    content: list[_Item] | None | UnsetType = UNSET
-    rawOutput: None | UnsetType = UNSET
+    status: str | UnsetType | None = UNSET
+    content: list[_Item] | UnsetType | None = UNSET
+    rawOutput: UnsetType | None = UNSET
 
 
 class _SaidParams(Struct, gc=False):
