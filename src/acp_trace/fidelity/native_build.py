@@ -98,14 +98,19 @@ def _build(updates: pl.DataFrame, read: ReadRows) -> BuiltSpans:
         .otherwise(pl.col("kind").str.strip_suffix("_chunk"))
     )
     group = ["span", "mkind", "key"]
-    said = u.filter(~pl.col("tool")).group_by(group, maintain_order=True)
-    said = said.agg(
-        first_row=pl.col("row").first(),
-        first_seq=pl.col("seq").first(),
-        text=pl.col("text").str.join(""),
-        first_whole=pl.col("row").filter(~pl.col("chunk")).first(),
-        first_chunk=pl.col("row").filter(pl.col("chunk")).first(),
-        chunk_seq=pl.col("seq").filter(pl.col("chunk")).first(),
+    chunk_row = pl.when("chunk").then(pl.col("row"))
+    said = (
+        u.filter(~pl.col("tool"))
+        .with_columns(whole_row=pl.when(~pl.col("chunk")).then(pl.col("row")), chunk_row=chunk_row)
+        .group_by(group, maintain_order=True)
+        .agg(
+            first_row=pl.col("row").first(),
+            first_seq=pl.col("seq").first(),
+            text=pl.col("text"),
+            first_whole=pl.col("whole_row").min(),
+            first_chunk=pl.col("chunk_row").min(),
+        )
+        .with_columns(pl.col("text").list.join(""))
     )
     tools = u.filter(pl.col("tool")).group_by(group, maintain_order=True)
     tools = tools.agg(
@@ -126,7 +131,7 @@ def _build(updates: pl.DataFrame, read: ReadRows) -> BuiltSpans:
         .with_columns(idx=pl.int_range(pl.len()).over("span"), bytes=pl.col("text").str.len_bytes())
         .rename({"mkind": "kind"})
     )
-    return BuiltSpans(messages, _duplicated(u), _chunk_first(said), python, read.ids)
+    return BuiltSpans(messages, _duplicated(u), _chunk_first(said, u), python, read.ids)
 
 
 def _duplicated(u: pl.DataFrame) -> pl.DataFrame:
@@ -147,19 +152,15 @@ def _duplicated(u: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _chunk_first(said: pl.DataFrame) -> pl.DataFrame:
+def _chunk_first(said: pl.DataFrame, u: pl.DataFrame) -> pl.DataFrame:
+    """The first chunk of each message whose chunks came before its whole update (if any)."""
     first = pl.col("first_chunk")
+    before = first.is_not_null() & (
+        pl.col("first_whole").is_null() | (first < pl.col("first_whole"))
+    )
+    found = said.filter(before).select("span", pl.col("first_chunk").alias("row"), "mkind", "key")
     return (
-        said.filter(
-            first.is_not_null()
-            & (pl.col("first_whole").is_null() | (first < pl.col("first_whole")))
-        )
-        .select(
-            "span",
-            pl.col("first_chunk").alias("row"),
-            pl.col("chunk_seq").alias("seq"),
-            pl.col("mkind").alias("kind"),
-            "key",
-        )
+        found.join(u.select("span", "row", "seq"), on=["span", "row"])
+        .select("span", "row", "seq", pl.col("mkind").alias("kind"), "key")
         .sort("span", "row")
     )

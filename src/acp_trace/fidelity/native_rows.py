@@ -84,21 +84,30 @@ ROW_SCHEMA: dict[str, Any] = {
 
 
 class ReadRows:
-    """The updates read: `frame()` (ROW_SCHEMA, one row per update that polars can hold),
-    `ids` (row -> the id as parsed, for ids that are no string), `unprovable` (rows whose
-    values polars cannot hold)."""
+    """The updates read: `frame()` (ROW_SCHEMA, one row per update that polars can hold, by
+    row), `ids` (row -> the id as parsed, for ids that are no string), `unprovable` (rows
+    whose values polars cannot hold)."""
 
     def __init__(self) -> None:
-        self.columns: dict[str, list[Any]] = {name: [] for name in ROW_SCHEMA}
+        self.said: dict[str, list[Any]] = {"row": [], "key": [], "text": []}
+        self.tools: dict[str, list[Any]] = {name: [] for name in _TOOL_COLUMNS}
+        self.odd: list[tuple[Any, ...]] = []
         self.ids: dict[int, Any] = {}
         self.unprovable: set[int] = set()
 
-    def extend(self, **values: list[Any]) -> None:
-        for name, column in self.columns.items():
-            column.extend(values[name])
-
     def frame(self) -> pl.DataFrame:
-        return pl.DataFrame(self.columns, schema=ROW_SCHEMA)
+        said = pl.DataFrame(self.said, schema={k: ROW_SCHEMA[k] for k in self.said})
+        tools = pl.DataFrame(self.tools, schema={k: ROW_SCHEMA[k] for k in _TOOL_COLUMNS})
+        native = [
+            said.with_columns(has_status=False, has_content=False, has_raw=False),
+            tools,
+        ]
+        native = [f.with_columns(ok=True, key=pl.concat_str(pl.lit("s"), "key")) for f in native]
+        odd = pl.DataFrame(self.odd, schema=ROW_SCHEMA, orient="row")
+        return pl.concat([odd, *native], how="diagonal_relaxed").select(*ROW_SCHEMA).sort("row")
+
+
+_TOOL_COLUMNS = ("row", "key", "text", "has_status", "status", "has_content", "has_raw")
 
 
 def read_rows(updates: pl.DataFrame) -> ReadRows:
@@ -121,7 +130,7 @@ def read_rows(updates: pl.DataFrame) -> ReadRows:
     for row, kind, msg in odd:
         got = _python(out, row, kind, msg)
         if got is not None:
-            out.extend(**{name: [v] for name, v in zip(ROW_SCHEMA, (row, *got), strict=True)})
+            out.odd.append((row, *got))
     return out
 
 
@@ -160,40 +169,31 @@ def _batches(
 
 def _said(out: ReadRows, rows: list[int], decoded: list[_SaidMessage]) -> None:
     ups = [d.params.update for d in decoded]
-    n = len(rows)
-    out.extend(
-        row=rows,
-        ok=[True] * n,
-        key=[None if u.messageId is UNSET else "s" + u.messageId for u in ups],  # type: ignore[operator]
-        text=[_text(u.content) for u in ups],
-        has_status=[False] * n,
-        status=[None] * n,
-        has_content=[False] * n,
-        has_raw=[False] * n,
-        raw=[None] * n,
+    contents = [u.content for u in ups]
+    out.said["row"].extend(rows)
+    out.said["key"].extend([None if u.messageId is UNSET else u.messageId for u in ups])
+    out.said["text"].extend(
+        [
+            c.text  # type: ignore[union-attr]
+            if type(c) is _Text
+            else ("".join([b.text for b in c]) if type(c) is list else "")  # type: ignore[union-attr]
+            for c in contents
+        ]
     )
-
-
-def _text(c: Any) -> str:
-    if type(c) is _Text:
-        return c.text
-    return "".join([b.text for b in c]) if type(c) is list else ""
 
 
 def _tools(out: ReadRows, rows: list[int], decoded: list[_ToolMessage]) -> None:
     ups = [d.params.update for d in decoded]
-    n = len(rows)
-    out.extend(
-        row=rows,
-        ok=[True] * n,
-        key=[None if u.toolCallId is UNSET else "s" + u.toolCallId for u in ups],  # type: ignore[operator]
-        text=["".join([i.content.text for i in u.content]) if u.content else "" for u in ups],  # type: ignore[union-attr]
-        has_status=[u.status is not UNSET for u in ups],
-        status=[None if u.status is UNSET else u.status or "" for u in ups],
-        has_content=[u.content is not UNSET and u.content is not None for u in ups],
-        has_raw=[u.rawOutput is None for u in ups],
-        raw=[None] * n,
+    t = out.tools
+    t["row"].extend(rows)
+    t["key"].extend([None if u.toolCallId is UNSET else u.toolCallId for u in ups])
+    t["text"].extend(
+        ["".join([i.content.text for i in u.content]) if u.content else "" for u in ups]  # type: ignore[union-attr]
     )
+    t["has_status"].extend([u.status is not UNSET for u in ups])
+    t["status"].extend([None if u.status is UNSET else u.status or "" for u in ups])
+    t["has_content"].extend([u.content is not UNSET and u.content is not None for u in ups])
+    t["has_raw"].extend([u.rawOutput is None for u in ups])
 
 
 def _python(out: ReadRows, row: int, kind: str, msg: str | None) -> tuple[Any, ...] | None:
