@@ -81,8 +81,7 @@ def _span_updates(tl: pl.DataFrame, spans: pl.DataFrame) -> pl.DataFrame:
 
 
 def _build(updates: pl.DataFrame, read: ReadRows) -> BuiltSpans:
-    frame = read.frame()
-    whole = updates.join(frame, on="row", how="left").sort("span", "row")
+    whole = updates.join(read.frame(), on="row", how="left", maintain_order="left")
     python = set(
         whole.filter(
             pl.col("row").is_in(list(read.unprovable)) | (pl.col("ok") & pl.col("key").is_null())

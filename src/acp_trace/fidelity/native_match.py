@@ -34,12 +34,10 @@ _SIDE = ("kind", "key", "text", "bytes", "first_seq", "first_row")
 def match_all(s: pl.DataFrame, r: pl.DataFrame) -> Matched:
     """Each source message matched to at most one replay message of its replay and kind."""
     rank = pl.int_range(pl.len())
-    keyed = s.filter(pl.col("key").is_not_null())
-    keyed = keyed.filter(rank.over("rep", "kind", "key") == 0)
-    r_keyed = r.filter(pl.col("key").is_not_null()).select(
-        "rep", "kind", "key", "ridx", pl.int_range(pl.len()).over("rep", "kind", "key").alias("n")
-    )
-    by_id = keyed.join(r_keyed.filter(pl.col("n") == 0).drop("n"), on=["rep", "kind", "key"])
+    ident = ["rep", "kind", "key"]
+    keyed = s.filter(pl.col("key").is_not_null()).unique(ident, keep="first", maintain_order=True)
+    r_keyed = r.filter(pl.col("key").is_not_null()).unique(ident, keep="first", maintain_order=True)
+    by_id = keyed.join(r_keyed.select(*ident, "ridx"), on=ident)
     by_id = by_id.select("rep", "sidx", "ridx", by=pl.lit("id"))
     s_left = s.join(by_id, on=["rep", "sidx"], how="anti").sort("rep", "sidx")
     r_free = r.join(by_id, on=["rep", "ridx"], how="anti").sort("rep", "ridx")

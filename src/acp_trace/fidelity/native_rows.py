@@ -64,10 +64,10 @@ class _ToolMessage(Struct, gc=False):
     params: _ToolParams
 
 
-_SAID = msgspec.json.Decoder(list[_SaidMessage])
-_TOOLS = msgspec.json.Decoder(list[_ToolMessage])
+_SAID = msgspec.json.Decoder(_SaidMessage)
+_TOOLS = msgspec.json.Decoder(_ToolMessage)
 _FAILURES = (msgspec.MsgspecError, RecursionError, ValueError)
-BATCH = 512  # updates decoded in one call (a batch that fails is decoded one by one)
+BATCH = 4096  # updates decoded in one comprehension (one that fails: one by one)
 DEEP = 1000  # a message this long may nest deeply: its brackets are counted first
 
 ROW_SCHEMA: dict[str, Any] = {
@@ -140,29 +140,22 @@ def _batches(
     odd: list[tuple[int, str, str | None]],
     kind: str,
 ) -> Iterator[tuple[list[int], list[Any]]]:
-    """The updates decoded a batch at a time (one JSON array, joined in polars); those that do
-    not decode go to `odd`."""
-    batches = updates.group_by(pl.int_range(pl.len()) // BATCH, maintain_order=True).agg(
-        pl.col("row"), joined=pl.col("msg").str.join(",")
-    )
-    for at, (rows, joined) in enumerate(batches.select("row", "joined").iter_rows()):
+    """The updates decoded a batch at a time; those that do not decode go to `odd` (a batch
+    where one fails is decoded again one update at a time)."""
+    decode = decoder.decode
+    rows, msgs = updates["row"].to_list(), updates["msg"].to_list()
+    for at in range(0, len(rows), BATCH):
+        part, texts = rows[at : at + BATCH], msgs[at : at + BATCH]
         try:
-            decoded = decoder.decode("[" + joined + "]")
-        except _FAILURES:
-            decoded = []
-        if len(decoded) == len(rows):
-            yield rows, decoded
+            yield part, [decode(m) for m in texts]
             continue
+        except _FAILURES:
+            pass
         good: list[tuple[int, Any]] = []
-        msgs = updates["msg"].slice(at * BATCH, BATCH).to_list()
-        for row, msg in zip(rows, msgs, strict=True):
+        for row, msg in zip(part, texts, strict=True):
             try:
-                one = decoder.decode("[" + msg + "]")
+                good.append((row, decode(msg)))
             except _FAILURES:
-                one = []
-            if len(one) == 1:
-                good.append((row, one[0]))
-            else:
                 odd.append((row, kind, msg))
         yield [r for r, _ in good], [d for _, d in good]
 
