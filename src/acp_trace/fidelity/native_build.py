@@ -111,14 +111,17 @@ def _build(updates: pl.DataFrame, read: ReadRows) -> BuiltSpans:
         )
         .with_columns(pl.col("text").list.join(""))
     )
-    tools = u.filter(pl.col("tool")).group_by(group, maintain_order=True)
-    tools = tools.agg(
-        first_row=pl.col("row").first(),
-        first_seq=pl.col("seq").first(),
-        status=pl.col("status").filter(pl.col("has_status")).last(),
-        content=pl.col("text").filter(pl.col("has_content")).last(),
-        had_content=pl.col("has_content").any(),
-        raw=pl.col("raw").filter(pl.col("has_raw")).last(),
+    tools = (
+        u.filter(pl.col("tool"))
+        .group_by(group, maintain_order=True)
+        .agg(
+            first_row=pl.col("row").first(),
+            first_seq=pl.col("seq").first(),
+            status=pl.col("status").filter(pl.col("has_status")).last(),
+            content=pl.col("text").filter(pl.col("has_content")).last(),
+            had_content=pl.col("has_content").any(),
+            raw=pl.col("raw").filter(pl.col("has_raw")).last(),
+        )
     )
     tool_text = pl.col("status").fill_null("") + pl.when("had_content").then(
         pl.col("content")

@@ -74,7 +74,7 @@ def _reordered(pairs: pl.DataFrame) -> pl.DataFrame:
         sidx = part["sidx"].to_list()
         in_replay = sorted(range(len(ridx)), key=ridx.__getitem__)
         keep = _longest_increasing(in_replay)
-        kept.extend((int(rep), sidx[i]) for i in range(len(ridx)) if i not in keep)  # type: ignore[call-overload]
+        kept.extend((int(rep), sidx[i]) for i in range(len(ridx)) if i not in keep)
     chosen = pl.DataFrame(
         kept, schema={"rep": pairs["rep"].dtype, "sidx": pairs["sidx"].dtype}, orient="row"
     )

@@ -167,9 +167,9 @@ def _said(out: ReadRows, rows: list[int], decoded: list[_SaidMessage]) -> None:
     out.said["key"].extend([None if u.messageId is UNSET else u.messageId for u in ups])
     out.said["text"].extend(
         [
-            c.text  # type: ignore[union-attr]
+            c.text
             if type(c) is _Text
-            else ("".join([b.text for b in c]) if type(c) is list else "")  # type: ignore[union-attr]
+            else ("".join([b.text for b in c]) if type(c) is list else "")
             for c in contents
         ]
     )
@@ -181,7 +181,7 @@ def _tools(out: ReadRows, rows: list[int], decoded: list[_ToolMessage]) -> None:
     t["row"].extend(rows)
     t["key"].extend([None if u.toolCallId is UNSET else u.toolCallId for u in ups])
     t["text"].extend(
-        ["".join([i.content.text for i in u.content]) if u.content else "" for u in ups]  # type: ignore[union-attr]
+        ["".join([i.content.text for i in u.content]) if u.content else "" for u in ups]
     )
     t["has_status"].extend([u.status is not UNSET for u in ups])
     t["status"].extend([None if u.status is UNSET else u.status or "" for u in ups])
@@ -199,6 +199,7 @@ def _python(out: ReadRows, row: int, kind: str, msg: str | None) -> tuple[Any, .
     key = None if ident is None else exact_key(ident)
     if ident is not None and type(ident) is not str:
         out.ids[row] = ident
+    values: tuple[Any, ...]
     if not tool:
         values = (key, content_text(update.get("content")), False, None, False, False, None)
     else:
