@@ -113,12 +113,17 @@ def _update(draw: Any) -> dict[str, Any]:
     return update
 
 
-def _write_update(b: TraceBuilder, session: str, update: dict[str, Any], plain: bool) -> None:
-    """orjson's compact form, or the stdlib's (spaces, escapes, lone surrogates, big ints)."""
+def _write_update(b: TraceBuilder, session: str, update: dict[str, Any] | str, plain: bool) -> None:
+    """orjson's compact form, or the stdlib's (spaces, escapes, lone surrogates, big ints); an
+    update given as text is written as it is (escaped keys, a key twice)."""
     msg = {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": session}}
-    msg["params"]["update"] = update
     b.seq += 1
     b.t_ns += 1_000_000
+    if isinstance(update, str):
+        text = json.dumps(msg)[:-2] + ', "update": ' + update + "}}"
+        b.lines.append(f'{{"seq":{b.seq},"t_ns":{b.t_ns},"src":"agent","msg":{text}}}'.encode())
+        return
+    msg["params"]["update"] = update
     line = {"seq": b.seq, "t_ns": b.t_ns, "src": "agent", "msg": msg}
     try:
         if plain:
@@ -210,7 +215,7 @@ FAITHFUL = [
     {"sessionUpdate": "agent_message", "messageId": "a1", "content": _text("ok")},
     {"sessionUpdate": "tool_call", "toolCallId": "t1", "status": "pending"},
 ]
-HOSTILE: dict[str, tuple[list[dict[str, Any]], bool, bool]] = {
+HOSTILE: dict[str, tuple[list[Any], bool, bool]] = {
     # name: (the replay's updates, written by orjson, the native path takes it)
     "faithful": (FAITHFUL, True, True),
     "faithful, the stdlib's spaces and escapes": (FAITHFUL, False, True),
@@ -272,6 +277,29 @@ HOSTILE: dict[str, tuple[list[dict[str, Any]], bool, bool]] = {
     "a lone surrogate in text": (
         [{"sessionUpdate": "agent_message", "messageId": "a1", "content": _text("\ud800")}],
         False,
+        False,
+    ),
+    "escaped keys": (
+        [
+            r'{"sessionUpdate": "agent_message", "m\u0065ssageId": "a1", "content": '
+            r'{"t\u0079pe": "t\u0065xt", "text": "o\u006b"}}'
+        ],
+        True,
+        True,
+    ),
+    "a key twice: the last one counts": (
+        [
+            '{"sessionUpdate": "agent_message", "messageId": 1, "messageId": "a1", '
+            '"content": {"type": "text", "text": "no"}, "content": [{"type": "text", '
+            '"text": "ok"}]}',
+            '{"sessionUpdate": "tool_call", "toolCallId": "t1", "status": 5, "status": "pending"}',
+        ],
+        True,
+        True,
+    ),
+    "a key twice, the last one null": (
+        ['{"sessionUpdate": "agent_message_chunk", "messageId": "a1", "messageId": null}'],
+        True,
         False,
     ),
     "a repeated whole message, chunks before it": (
