@@ -302,6 +302,25 @@ HOSTILE: dict[str, tuple[list[Any], bool, bool]] = {
         True,
         False,
     ),
+    "nested deeply, within orjson's limit": (
+        [
+            '{"sessionUpdate": "tool_call", "toolCallId": "t1", "status": "pending", '
+            '"rawInput": ' + "[" * 600 + "]" * 600 + "}"
+        ],
+        True,
+        True,
+    ),
+    "nested beyond every parser's limit": (
+        [
+            FAITHFUL[0],
+            '{"sessionUpdate": "agent_message", "messageId": "a1", "content": '
+            + "[" * 1100
+            + "]" * 1100
+            + "}",
+        ],
+        True,
+        True,
+    ),
     "a repeated whole message, chunks before it": (
         [
             {"sessionUpdate": "agent_message_chunk", "messageId": "a1", "content": _text("o")},

@@ -70,11 +70,11 @@ def _out_of_order(pairs: list[Pair], replay: Sequence[Message]) -> list[Pair]:
     order (`pairs` is in source order; replay messages are in order of their first record)."""
     place = {id(m): i for i, m in enumerate(replay)}
     in_replay = sorted(range(len(pairs)), key=lambda i: place[id(pairs[i].replay)])
-    keep = _longest_increasing(in_replay)
+    keep = longest_increasing(in_replay)
     return [pairs[i] for i in sorted(set(in_replay) - keep)]
 
 
-def _longest_increasing(values: list[int]) -> set[int]:
+def longest_increasing(values: list[int]) -> set[int]:
     """One longest strictly increasing subsequence of `values` (patience sorting, n log n)."""
     tails: list[int] = []  # tails[k]: the least last value of an increasing run of length k+1
     tail_at: list[int] = []  # the position in `values` of tails[k]

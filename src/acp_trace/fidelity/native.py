@@ -14,7 +14,7 @@ from acp_trace.fidelity.content import content_text
 from acp_trace.fidelity.messages import exact_key
 from acp_trace.fidelity.native_build import SPAN_SCHEMA, BuiltSpans, build_spans
 from acp_trace.fidelity.native_fields import Frames, assemble
-from acp_trace.fidelity.native_rows import _holdable
+from acp_trace.fidelity.native_rows import holdable
 from acp_trace.fidelity.result import ReplayFidelity
 from acp_trace.fidelity.source import Plan, Sources
 from acp_trace.fidelity.spans import ReplaySpan, TurnSpan
@@ -82,7 +82,7 @@ def compare_native(
         said = [t for t in p.before if t.message_id is not None]
         prompts = [(spans.turn(t), exact_key(t.message_id)) for t in said]
         own = spans.replay(replays[i])
-        held = all(_holdable(key) for _, key in prompts)
+        held = all(holdable(key) for _, key in prompts)
         if held and python.isdisjoint([own, *parts, *(n for n, _ in prompts)]):
             frames.add(i, own, parts, prompts)
     return assemble(frames, replays, plans, seq_of)
@@ -110,7 +110,7 @@ def _with_prompts(built: BuiltSpans, spans: _Spans) -> tuple[pl.DataFrame, set[i
         ident = t.message_id if t.v2 else None
         key = None if ident is None else exact_key(ident)
         text = content_text(t.prompt)
-        if not (_holdable(key) and _holdable(text)):
+        if not (holdable(key) and holdable(text)):
             odd.add(n)
             continue
         if key is not None and key[0] != "s":

@@ -96,12 +96,30 @@ def _build(updates: pl.DataFrame, read: ReadRows) -> BuiltSpans:
         .then(pl.lit("tool_call"))
         .otherwise(pl.col("kind").str.strip_suffix("_chunk"))
     )
-    group = ["span", "mkind", "key"]
-    chunk_row = pl.when("chunk").then(pl.col("row"))
-    said = (
+    said, tools = _said(u), _tools(u)
+    cols = [*_GROUP, "first_row", "first_seq", "text"]
+    messages = (
+        pl.concat([said.select(cols), tools.select(cols)])
+        .sort("span", "first_row")
+        .with_columns(idx=pl.int_range(pl.len()).over("span"), bytes=pl.col("text").str.len_bytes())
+        .rename({"mkind": "kind"})
+    )
+    return BuiltSpans(messages, _duplicated(u), _chunk_first(said, u), python, read.ids)
+
+
+_GROUP = ["span", "mkind", "key"]
+
+
+def _said(u: pl.DataFrame) -> pl.DataFrame:
+    """The messages: their first record, their text (every update's, in order), and the rows
+    of their first whole update and first chunk."""
+    return (
         u.filter(~pl.col("tool"))
-        .with_columns(whole_row=pl.when(~pl.col("chunk")).then(pl.col("row")), chunk_row=chunk_row)
-        .group_by(group, maintain_order=True)
+        .with_columns(
+            whole_row=pl.when(~pl.col("chunk")).then(pl.col("row")),
+            chunk_row=pl.when("chunk").then(pl.col("row")),
+        )
+        .group_by(_GROUP, maintain_order=True)
         .agg(
             first_row=pl.col("row").first(),
             first_seq=pl.col("seq").first(),
@@ -111,34 +129,33 @@ def _build(updates: pl.DataFrame, read: ReadRows) -> BuiltSpans:
         )
         .with_columns(pl.col("text").list.join(""))
     )
+
+
+def _tools(u: pl.DataFrame) -> pl.DataFrame:
+    """The tool calls: their first record and their text (`content.tool_call_text`: the last
+    status, then the last content's items, else the last rawOutput)."""
+    last = {
+        "status": pl.col("status").filter(pl.col("has_status")).last(),
+        "content": pl.col("text").filter(pl.col("has_content")).last(),
+        "raw": pl.col("raw").filter(pl.col("has_raw")).last(),
+    }
     tools = (
         u.filter(pl.col("tool"))
-        .group_by(group, maintain_order=True)
+        .group_by(_GROUP, maintain_order=True)
         .agg(
             first_row=pl.col("row").first(),
             first_seq=pl.col("seq").first(),
-            status=pl.col("status").filter(pl.col("has_status")).last(),
-            content=pl.col("text").filter(pl.col("has_content")).last(),
             had_content=pl.col("has_content").any(),
-            raw=pl.col("raw").filter(pl.col("has_raw")).last(),
+            **last,
         )
     )
-    tool_text = pl.col("status").fill_null("") + pl.when("had_content").then(
-        pl.col("content")
-    ).otherwise(pl.col("raw").fill_null(""))
-    cols = [*group, "first_row", "first_seq", "text"]
-    messages = (
-        pl.concat([said.select(cols), tools.with_columns(text=tool_text).select(cols)])
-        .sort("span", "first_row")
-        .with_columns(idx=pl.int_range(pl.len()).over("span"), bytes=pl.col("text").str.len_bytes())
-        .rename({"mkind": "kind"})
-    )
-    return BuiltSpans(messages, _duplicated(u), _chunk_first(said, u), python, read.ids)
+    after = pl.when("had_content").then(pl.col("content")).otherwise(pl.col("raw").fill_null(""))
+    return tools.with_columns(text=pl.col("status").fill_null("") + after)
 
 
 def _duplicated(u: pl.DataFrame) -> pl.DataFrame:
     """A whole update after the first of its message; a tool_call after its id's first update."""
-    group = ["span", "mkind", "key"]
+    group = _GROUP
     whole = u.filter(~pl.col("tool") & ~pl.col("chunk")).filter(
         pl.int_range(pl.len()).over(group) > 0
     )

@@ -154,32 +154,29 @@ def _matched(
         rf.replay_truncated = rf.replay_truncated_bytes = 0
         rf.replay_extra = 0 if rf.source_complete else None
     complete = [rep for rep in out if out[rep].source_complete]
-    for rep, d in _made(f, "missing", m.missing, "s"):
-        out[rep].replay_missing += 1  # type: ignore[operator]
-        out[rep].differences.append(d)
-    for rep, d in _made(f, "extra", m.extra.filter(pl.col("rep").is_in(complete)), "r"):
-        out[rep].replay_extra += 1  # type: ignore[operator]
-        out[rep].differences.append(d)
     changed = (
         (pl.col("by") == "content")
         & pl.col("key_s").is_not_null()
         & pl.col("key_r").is_not_null()
         & (pl.col("key_s") != pl.col("key_r"))
     )
-    for rep, d in _made(f, "id_changed", m.pairs.filter(changed), "sr"):
-        out[rep].replay_id_changed += 1  # type: ignore[operator]
-        if exact_key(d.source_id) not in prompt_ids[rep]:
-            out[rep].unstable_ids += 1
-        out[rep].differences.append(d)
-    for rep, d in _made(f, "reordered", m.reordered, "sr"):
-        out[rep].replay_reordered += 1  # type: ignore[operator]
-        out[rep].differences.append(d)
-    for rep, d in _made(
-        f, "truncated", m.pairs.filter(pl.col("bytes_r") < pl.col("bytes_s")), "sr"
-    ):
-        out[rep].replay_truncated += 1  # type: ignore[operator]
-        out[rep].replay_truncated_bytes += d.source_bytes - d.replay_bytes  # type: ignore[operator]
-        out[rep].differences.append(d)
+    steps = (
+        ("missing", m.missing, "s"),
+        ("extra", m.extra.filter(pl.col("rep").is_in(complete)), "r"),
+        ("id_changed", m.pairs.filter(changed), "sr"),
+        ("reordered", m.reordered, "sr"),
+        ("truncated", m.pairs.filter(pl.col("bytes_r") < pl.col("bytes_s")), "sr"),
+    )
+    for what, frame, sides in steps:
+        field = "replay_" + what
+        for rep, d in _made(f, what, frame, sides):
+            rf = out[rep]
+            setattr(rf, field, getattr(rf, field) + 1)
+            rf.differences.append(d)
+            if what == "id_changed" and exact_key(d.source_id) not in prompt_ids[rep]:
+                rf.unstable_ids += 1
+            elif what == "truncated":
+                rf.replay_truncated_bytes += d.source_bytes - d.replay_bytes  # type: ignore[operator]
 
 
 def _made(

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from acp_trace.fidelity.match import _longest_increasing
+from acp_trace.fidelity.match import longest_increasing
 
 
 @dataclass
@@ -73,7 +73,7 @@ def _reordered(pairs: pl.DataFrame) -> pl.DataFrame:
         ridx = part["ridx"].to_list()
         sidx = part["sidx"].to_list()
         in_replay = sorted(range(len(ridx)), key=ridx.__getitem__)
-        keep = _longest_increasing(in_replay)
+        keep = longest_increasing(in_replay)
         kept.extend((int(rep), sidx[i]) for i in range(len(ridx)) if i not in keep)
     chosen = pl.DataFrame(
         kept, schema={"rep": pairs["rep"].dtype, "sidx": pairs["sidx"].dtype}, orient="row"

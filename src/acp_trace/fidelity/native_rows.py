@@ -2,15 +2,16 @@
 the agent read once into the values messages are built from, at msgspec's speed, exactly as
 `messages.py` reads it.
 
-msgspec decodes a message into structs that keep only what fidelity reads: the ids, `status`,
-`content` (text blocks, and a tool call's `content` items holding one) and whether `rawOutput`
-is there. An update is read here only when that gives what the Python path gives: its ids are
-strings, its content blocks text blocks, its rawOutput absent or null; msgspec refuses what
-orjson refuses (a lone surrogate, a control character, nesting too deep), and keeps the last of
-two equal keys as orjson does. Every other update is read by the Python path's own functions
-(`messages.read_update`), one at a time. A value that a polars string cannot hold (a lone
-surrogate the stdlib parser kept) marks its update `unprovable`: its spans take the Python path.
-"""
+msgspec decodes each message into structs that accept only the shapes real agents send: a
+string `messageId` / `toolCallId`, content of text blocks (one, or a list), a tool call's
+content items each holding a text block, a string or null `status`, `rawOutput` absent or
+null. What they accept they read as the Python path does: msgspec refuses what orjson
+refuses (a lone surrogate, a control character) and keeps the last of two equal keys, as
+orjson does; escapes are decoded alike. A message long enough to nest `DEEP // 2` levels is
+left to the Python path (its stdlib fallback stops at a depth of its own). Every other update is
+read by the Python path's own functions (`messages.read_update`, `content`), one at a time.
+A value that a polars string cannot hold (a lone surrogate the stdlib parser kept) marks its
+update `unprovable`: its spans take the Python path."""
 
 from __future__ import annotations
 
@@ -211,13 +212,13 @@ def _python(out: ReadRows, row: int, kind: str, msg: str | None) -> tuple[Any, .
         raw = update.get("rawOutput")
         raw_text = None if raw is None else json_text(raw)
         values = (key, text, has_status, head, c is not None, "rawOutput" in update, raw_text)
-    if not all(_holdable(v) for v in values):
+    if not all(holdable(v) for v in values):
         out.unprovable.add(row)
         return None
     return (True, *values)
 
 
-def _holdable(value: Any) -> bool:
+def holdable(value: Any) -> bool:
     """Whether a polars string can hold `value` (a lone surrogate it cannot)."""
     if type(value) is not str:
         return True
