@@ -154,7 +154,12 @@ def traces(draw: Any) -> TraceBuilder:
         else:
             rid = b.load(session) if v1 else b.resume(session)
         for _ in range(draw(st.integers(0, 8))):
-            other = draw(st.integers(0, 9)) == 0
+            between = draw(st.integers(0, 11))  # what else comes between updates (v1 runs)
+            if between == 0:
+                b.state(session, "running")  # an agent record: it ends a run of chunks
+            elif between == 1:
+                b.notify("session/cancel", {"sessionId": session}, src="client")  # it does not
+            other = between == 2
             _write_update(b, "s3" if other else session, _update(draw), draw(st.booleans()))
         if step == "replay" and not v1 and draw(st.booleans()):
             b.marker(session)
@@ -248,7 +253,7 @@ HOSTILE: dict[str, tuple[list[Any], bool, bool]] = {
     "a chunk without an id": (
         [{"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "ok"}}],
         True,
-        False,
+        True,
     ),
     "a tool call update for an unknown id": (
         [{"sessionUpdate": "tool_call_update", "toolCallId": "nope", "status": "failed"}],
@@ -300,7 +305,7 @@ HOSTILE: dict[str, tuple[list[Any], bool, bool]] = {
     "a key twice, the last one null": (
         ['{"sessionUpdate": "agent_message_chunk", "messageId": "a1", "messageId": null}'],
         True,
-        False,
+        True,
     ),
     "nested deeply, within orjson's limit": (
         [

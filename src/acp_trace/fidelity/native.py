@@ -1,7 +1,7 @@
-"""The native path of the fidelity pass: the replays whose spans it can prove (v2 replays, their
-E and turns v2, every update of them carrying an id, every value one polars can hold) built and
-matched in polars, all at once (`native_build`, `native_match`, `native_fields`); every other
-replay takes the Python path (`compare._one`), whose fields and differences these equal."""
+"""The native path of the fidelity pass: the replays whose spans it can prove (every value of
+their updates one polars can hold) built and matched in polars, all at once (`native_build`,
+`native_match`, `native_fields`); every other replay takes the Python path (`compare._one`),
+whose fields and differences these equal."""
 
 from __future__ import annotations
 
@@ -31,20 +31,19 @@ class _Spans:
         self.rows: list[tuple[Any, ...]] = []
         self.turns: dict[int, TurnSpan] = {}
 
-    def add(self, key: SpanKey, trace: str, session: str, start: int, stop: int | None) -> int:
+    def add(self, key: SpanKey, span: ReplaySpan | TurnSpan, stop: int | None) -> int:
         if key not in self.number:
-            self.number[key] = len(self.rows)
+            self.number[key] = n = len(self.rows)
             end = self.height if stop is None else min(stop, self.height)
-            self.rows.append((len(self.rows), trace, session, start, max(end, start + 1)))
+            start = span.req_row
+            self.rows.append((n, span.trace, span.session, start, max(end, start + 1), span.v2))
         return self.number[key]
 
     def replay(self, r: ReplaySpan) -> int:
-        return self.add(
-            ("r", r.order, r.req_row, r.session), r.trace, r.session, r.req_row, r.stop_row
-        )
+        return self.add(("r", r.order, r.req_row, r.session), r, r.stop_row)
 
     def turn(self, t: TurnSpan) -> int:
-        n = self.add(("t", *t.place), t.trace, t.session, t.req_row, t.end_row)
+        n = self.add(("t", *t.place), t, t.end_row)
         self.turns[n] = t
         return n
 
@@ -62,14 +61,12 @@ def compare_native(
     spans = _Spans(tl.height)
     plans: dict[int, Plan] = {}
     for i, r in enumerate(replays):
-        p = sources.plan(r)
-        if _v2(r, p):
-            plans[i] = p
-            spans.replay(r)
-            if p.replay is not None:
-                spans.replay(p.replay)
-            for t in [*p.turns, *(t for t in p.before if t.message_id is not None)]:
-                spans.turn(t)
+        plans[i] = p = sources.plan(r)
+        spans.replay(r)
+        if p.replay is not None:
+            spans.replay(p.replay)
+        for t in [*p.turns, *_prompted(p)]:
+            spans.turn(t)
     if not plans:
         return {}
     built = build_spans(tl, spans.frame())
@@ -79,8 +76,7 @@ def compare_native(
     for i, p in plans.items():
         parts = [spans.replay(p.replay)] if p.replay is not None else []
         parts += [spans.turn(t) for t in p.turns]
-        said = [t for t in p.before if t.message_id is not None]
-        prompts = [(spans.turn(t), exact_key(t.message_id)) for t in said]
+        prompts = [(spans.turn(t), exact_key(t.message_id)) for t in _prompted(p)]
         own = spans.replay(replays[i])
         held = all(holdable(key) for _, key in prompts)
         if held and python.isdisjoint([own, *parts, *(n for n, _ in prompts)]):
@@ -88,14 +84,9 @@ def compare_native(
     return assemble(frames, replays, plans, seq_of)
 
 
-def _v2(r: ReplaySpan, p: Plan) -> bool:
-    """A replay whose spans are all v2 (v1 runs of chunks take the Python path)."""
-    return (
-        r.v2
-        and (p.replay is None or p.replay.v2)
-        and all(t.v2 for t in p.turns)
-        and all(t.v2 for t in p.before if t.message_id is not None)
-    )
+def _prompted(p: Plan) -> list[TurnSpan]:
+    """The v2 turns before the replay whose prompt answered a messageId (`_prompt_ids`)."""
+    return [t for t in p.before if t.v2 and t.message_id is not None]
 
 
 def _with_prompts(built: BuiltSpans, spans: _Spans) -> tuple[pl.DataFrame, set[int]]:

@@ -62,7 +62,7 @@ def assemble(
         rf.prompt_keys = frozenset(prompt_ids[rep])
         out[rep] = rf
     _own_differences(f, out, r, own)
-    _prompts(f, out, r, prompt_ids)
+    _prompts(f, out, r, {rep: ids for rep, ids in prompt_ids.items() if replays[rep].v2})
     sourced = [rep for rep, _ in f.own if plans[rep].kind is not None]
     for rep in sourced:
         _source(out[rep], plans[rep], seq_of)
