@@ -344,7 +344,7 @@ HOSTILE: dict[str, tuple[list[Any], bool, bool]] = {
 def test_hostile_shapes_take_the_path_that_can_read_them(tmp_path: Path, name: str) -> None:
     """The same fields on both paths; the native path takes what it can prove (an update it
     cannot read natively is read by the Python path's functions alone), the rest the Python
-    path (a chunk with no id: runs of chunks; a text polars cannot hold)."""
+    path (a text polars cannot hold: a lone surrogate)."""
     updates, plain, native = HOSTILE[name]
     a = acp_trace.analyze(_turn_then_replay(updates, plain=plain).write(tmp_path / "t.jsonl"))
     assert same(a) == (1 if native else 0)
