@@ -193,11 +193,12 @@ def test_a_message_missing_from_the_export_qualifies_marker_findings(tmp_path: P
     skips inside the resume's window; marker-missing, an error on the whole file, becomes a
     warning that says a record was lost there (the marker could have been it)."""
     doc = json.loads((DATA / PAIRS[1][0]).read_text())
-    assert acp_trace.check(DATA / PAIRS[1][0])["severity"].to_list() == ["error"]
+    marker = ["marker-missing"]
+    assert acp_trace.check(DATA / PAIRS[1][0], rules=marker)["severity"].to_list() == ["error"]
     del doc["messages"][10]
     path = tmp_path / "cut.json"
     path.write_text(json.dumps(doc))
-    (finding,) = acp_trace.check(path).select("rule", "severity", "message").rows()
+    (finding,) = acp_trace.check(path, rules=marker).select("rule", "severity", "message").rows()
     assert finding[:2] == ("marker-missing", "warning")
     assert "1 dropped" in finding[2]
     assert _records(path)[0]["missing_seqs"] == [[11, 11]]
