@@ -1,0 +1,174 @@
+"""The remote recorder under test: `acp-trace record --listen ... --upstream ...` as a process
+(so its signals and its exit are the real ones), and a small upstream on aiohttp in a thread of
+the test process, which says exactly which bytes it sent (the proxy's mechanics: statuses,
+SSE chunking, WebSocket closes; the peers tests run the real SDKs)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+from aiohttp import WSMsgType, web
+
+from testpaths import ROOT
+
+READY = re.compile(r" at (\S+):(\d+) \(Ctrl-C ends it\)")
+SSE_CHUNKS = [  # the session stream the upstream sends, in these writes
+    b": keep-alive\n\n",
+    b'id: 1\ndata: {"jsonrpc":"2.0","method":"session/update",',  # an event cut across writes
+    b'"params":{"sessionId":"s1","update":{"sessionUpdate":"replay_complete"}}}\n\n',
+    b'id: 2\r\ndata: {"jsonrpc":"2.0",\r\ndata: "id":5,"result":{}}\r\n\r\n',  # CRLF, 2 data lines
+    b": keep-alive\n\n",
+]
+
+
+@dataclass
+class Upstream:
+    """The upstream's address and what it saw and sent."""
+
+    port: int = 0
+    sent: dict[str, bytes] = field(default_factory=dict)
+    seen: list[dict[str, Any]] = field(default_factory=list)
+
+
+async def _post(up: Upstream, request: web.Request) -> web.StreamResponse:
+    body = await request.read()
+    up.seen.append({"headers": dict(request.headers), "body": body, "path": request.path_qs})
+    message = orjson.loads(body)
+    if message.get("method") == "initialize":
+        answer = orjson.dumps(
+            {"jsonrpc": "2.0", "id": message["id"], "result": {"protocolVersion": 2}}
+        )
+        up.sent["initialize"] = answer
+        return web.Response(
+            body=answer, content_type="application/json", headers={"Acp-Connection-Id": "c1"}
+        )
+    if request.headers.get("Acp-Session-Id") == "wrong":
+        return web.json_response({"error": "Missing session id header"}, status=400)
+    return web.Response(status=202)
+
+
+async def _get(up: Upstream, request: web.Request) -> web.StreamResponse:
+    if request.path == "/plain-ws":  # as if the endpoint took no WebSocket here
+        return web.Response(status=426, text="Upgrade Required")
+    if request.headers.get("Upgrade", "").lower() == "websocket":
+        return await _websocket(request)
+    if request.headers.get("Acp-Session-Id") == "taken":
+        return web.json_response({"error": "stream already has a reader"}, status=409)
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await response.prepare(request)
+    sent = b""
+    for chunk in SSE_CHUNKS:
+        await response.write(chunk)
+        sent += chunk
+        await asyncio.sleep(0.01)
+    up.sent["sse"] = sent
+    if request.query.get("hold"):  # a stream that stays open until the recorder stops
+        await asyncio.sleep(3600)
+    await response.write_eof()
+    return response
+
+
+async def _websocket(request: web.Request) -> web.StreamResponse:
+    ws = web.WebSocketResponse()
+    ws.headers["Acp-Connection-Id"] = "w1"
+    await ws.prepare(request)
+    async for msg in ws:
+        if msg.type != WSMsgType.TEXT:
+            continue
+        if msg.data == "close-1008":
+            await ws.close(code=1008, message=b"limit")
+            break
+        await ws.send_str(msg.data)
+    return ws
+
+
+@contextmanager
+def upstream() -> Iterator[Upstream]:
+    """The upstream, serving on 127.0.0.1 in a thread until the block ends."""
+    up = Upstream()
+    loop = asyncio.new_event_loop()
+    started = threading.Event()
+    app = web.Application()
+
+    async def post(request: web.Request) -> web.StreamResponse:
+        return await _post(up, request)
+
+    async def get(request: web.Request) -> web.StreamResponse:
+        return await _get(up, request)
+
+    app.router.add_post("/{tail:.*}", post)
+    app.router.add_get("/{tail:.*}", get)
+    runner = web.AppRunner(app, handler_cancellation=True)
+
+    async def start() -> None:
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        up.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        started.set()
+
+    thread = threading.Thread(target=lambda: (loop.run_until_complete(start()), loop.run_forever()))
+    thread.start()
+    started.wait(30)
+    try:
+        yield up
+    finally:
+        asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(30)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(30)
+        loop.close()
+
+
+@dataclass
+class Recorder:
+    """A running `acp-trace record --listen`; `stop()` sends a signal and waits for it."""
+
+    process: subprocess.Popen[bytes]
+    address: str
+    trace: Path
+
+    def stop(self, signum: int = signal.SIGTERM) -> tuple[int, str]:
+        self.process.send_signal(signum)
+        _out, err = self.process.communicate(timeout=60)
+        return self.process.returncode, err.decode()
+
+    def records(self) -> list[dict[str, Any]]:
+        return [orjson.loads(line) for line in self.trace.read_bytes().splitlines()]
+
+
+def env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+
+
+@contextmanager
+def recorder(upstream_url: str, trace: Path, *extra: str) -> Iterator[Recorder]:
+    """The remote recorder on a free port of 127.0.0.1, writing `trace`."""
+    argv = [sys.executable, "-m", "acp_trace", "record", "--listen", "127.0.0.1:0"]
+    argv += ["--upstream", upstream_url, "-o", str(trace), *extra]
+    process = subprocess.Popen(argv, stderr=subprocess.PIPE, env=env())
+    assert process.stderr is not None
+    line = process.stderr.readline().decode()
+    found = READY.search(line)
+    if found is None:
+        process.kill()
+        raise AssertionError(f"the recorder did not start: {line}{process.stderr.read().decode()}")
+    running = Recorder(process, f"{found.group(1)}:{found.group(2)}", trace)
+    try:
+        yield running
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(30)
+        process.stderr.close()
