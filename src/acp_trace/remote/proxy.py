@@ -179,9 +179,9 @@ class Proxy:
         relay = _Relay(self, where, upstream.status, EventParser() if sse else None)
         if sse:
             with self.streaming():
-                await relay.run(upstream, response)
+                await relay.run(request, upstream, response)
         else:
-            await relay.run(upstream, response)
+            await relay.run(request, upstream, response)
         return response
 
 
@@ -196,8 +196,10 @@ class _Relay:
         self.size = 0
         self.now: Callable[[], int] = proxy.now
 
-    async def run(self, upstream: aiohttp.ClientResponse, response: web.StreamResponse) -> None:
-        by, reason = "agent", None
+    async def run(
+        self, request: web.Request, upstream: aiohttp.ClientResponse, response: web.StreamResponse
+    ) -> None:
+        fields: dict[str, Any] = {"by": "agent"}
         try:
             async for chunk in upstream.content.iter_any():
                 self._seen(self.now(), chunk)
@@ -206,15 +208,19 @@ class _Relay:
             await response.write_eof()
         except asyncio.CancelledError:
             if self.proxy.stopping:
-                by, reason = "proxy", "the recorder stopped"
+                fields = {"by": "proxy", "reason": "the recorder stopped"}
             else:
-                by, reason = "client", "the client closed the connection"
-            self._closed(by, reason)
+                fields = {"by": "client", "reason": "the client closed the connection"}
+            self._closed(fields)
             raise
         except (aiohttp.ClientError, OSError) as exc:
-            gone = isinstance(exc, ConnectionResetError) and response.prepared
-            by, reason = ("client", "the client went away") if gone else ("agent", _reason(exc))
-        self._closed(by, reason)
+            if isinstance(exc, ConnectionResetError) and response.prepared:
+                fields = {"by": "client", "reason": "the client went away"}
+            else:  # the agent's side ended mid-body: the client's is cut too, not ended
+                fields = {"by": "agent", "cut": True, "reason": _reason(exc)}
+                if request.transport is not None:
+                    request.transport.close()
+        self._closed(fields)
 
     def _seen(self, t: int, chunk: bytes) -> None:
         self.size += len(chunk)
@@ -230,14 +236,12 @@ class _Relay:
         if self.parser is None and self.body and 200 <= self.status < 300:
             self.proxy.writer.message(t, "agent", bytes(self.body), self.where)
 
-    def _closed(self, by: str, reason: str | None) -> None:
-        fields: dict[str, Any] = {"exchange": self.where["exchange"], "by": by, "bytes": self.size}
+    def _closed(self, how: dict[str, Any]) -> None:
+        fields: dict[str, Any] = {"exchange": self.where["exchange"], **how, "bytes": self.size}
         if self.parser is not None:
             fields["keepalives"] = self.parser.keepalives
             if self.parser.pending:
                 fields["cut_bytes"] = self.parser.pending  # an event cut short
-        if reason is not None:
-            fields["reason"] = reason
         if self.parser is None and self.body and not 200 <= self.status < 300:
             text = bytes(self.body[:ERROR_BODY_BYTES]).decode("utf-8", "replace")
             fields["body"] = scrub_body(text, content=self.proxy.content)
