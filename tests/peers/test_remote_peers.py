@@ -155,3 +155,14 @@ def test_a_stream_cut_mid_replay_is_recorded_as_such(
     table = acp_trace.replays([root / f"{name}.jsonl"])
     row = table.filter(pl.col("method") == "session/resume").row(0, named=True)
     assert (row["outcome"], row["history_updates"], row["marker_ms"]) == ("truncated", 1, None)
+
+
+def test_check_blames_the_cut_and_nothing_else(runs: tuple[Path, dict[str, Any]]) -> None:
+    """`check` finds no remote-transport fault in the whole runs (each SDK keeps a replay on
+    one stream), and `remote-stream-closed-owing` where the server cut a stream owing the
+    resume's answer."""
+    root, _results = runs
+    for name in WHOLE + CUT:
+        found = acp_trace.analyze([root / f"{name}.jsonl"]).findings()
+        remote = sorted(r for r in found["rule"].to_list() if r.startswith("remote-"))
+        assert remote == (["remote-stream-closed-owing"] if name in CUT else []), name
