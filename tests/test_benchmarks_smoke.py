@@ -128,3 +128,16 @@ def test_fidelity_benchmark_runs(tmp_path: Path) -> None:
     names = [f["name"] for f in json.loads(out.read_text())["figures"]]
     assert "0.3 MB: replays / baseline" in names and "0.6 MB: check / baseline" in names
     assert "fidelity pass: large / small" in names
+
+
+def test_remote_benchmark_runs(tmp_path: Path) -> None:
+    """bench_remote.py measures the proxy's added round trip and its SSE and WebSocket
+    throughput against a direct connection."""
+    out = tmp_path / "figures.json"
+    stdout = run(
+        "bench_remote.py", "--count", "5", "--mb", "0.05", "--reps", "1", "--json", str(out)
+    )
+    names = [f["name"] for f in json.loads(out.read_text())["figures"]]
+    assert "== remote recorder" in stdout
+    assert "1024 B: added per round trip (2 messages)" in names
+    assert "1024 B: SSE MB/s, proxy / direct" in names
