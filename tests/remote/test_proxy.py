@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import socket
+import time
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -187,3 +189,22 @@ def test_open_streams_end_when_the_recorder_stops(tmp_path: Path) -> None:
     ends = [r for r in records if r.get("event") == "end"]
     assert [(e["by"], e["reason"]) for e in ends] == [("proxy", "the recorder stopped")]
     assert [r.get("event") for r in records[-2:]] == ["exit", "account"]
+
+
+def test_a_killed_recorder_leaves_a_readable_trace(tmp_path: Path) -> None:
+    """SIGKILL of the recorder: its writer process still writes what it was handed, ends the
+    trace with an `error` (cause `recorder`), and lets the port go."""
+    with upstream() as up, recorder(f"http://127.0.0.1:{up.port}/acp", tmp_path / "t.jsonl") as rec:
+        got = asyncio.run(_http_session(f"http://{rec.address}"))
+        assert got["initialize"][0] == 200
+        rec.process.send_signal(signal.SIGKILL)
+        rec.process.wait(60)
+        host, port = rec.address.rsplit(":", 1)
+        with socket.create_server((host, int(port))):  # the port is free again
+            pass
+    deadline = time.monotonic() + 60  # the orphaned writer process ends on its own time
+    while b'"cause":"recorder"' not in rec.trace.read_bytes() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    records = rec.records()
+    assert records[-1]["event"] == "error" and records[-1]["cause"] == "recorder"
+    assert sum(1 for r in records if "msg" in r) >= 2

@@ -1,32 +1,36 @@
-"""The remote recorder's trace writer: a thread that takes what the proxy saw (messages and
-events, each with the stamp the proxy took) in the order the proxy saw it, assigns `seq`,
-redacts the recorded copy through redaction/ and writes trace format v1
-(docs/trace-format.md, "Remote recordings").
+"""The proxy's side of the trace: what the proxy saw (messages and events, each with its
+stamp) queued in the order seen, and handed by a sender thread down a pipe to the writer
+process (encoder.py), which redacts and writes (docs/trace-format.md, "Remote recordings").
 
-The proxy only queues (no encoding, no redaction, no disk on the forwarding path). What
-waits is bounded by `queue_bytes`: past it a message is dropped from the record (never from
-the traffic), counted in a `dropped` event and in the `account`. A trace that cannot be
-written (disk full, removed) stops taking records; they are counted as `unwritten`.
+The event loop only counts and queues: no encoding, no redaction, no disk, and no wait on
+the writer. What waits is bounded by `queue_bytes`: past it a message is dropped from the
+record (never from the traffic), counted in a `dropped` event and in the `account`. The
+writer process is forked before the proxy starts (no thread, no loop yet); it ignores the
+terminal's signals (Ctrl-C must not cut the trace) and ends the trace with `exit` and
+`account` when the proxy says so, or with an `error` (cause `recorder`) when the proxy died.
 """
 
 from __future__ import annotations
 
 import os
 import queue
+import signal
 import threading
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
-from acp_trace.jsonrpc import json_bytes
 from acp_trace.record.trace_file import TraceTarget
 from acp_trace.redaction.redactor import Redactor
-from acp_trace.trace.format import encode_event, encode_header, encode_record
+from acp_trace.remote.encoder import Encoder, frame, read_frames
+from acp_trace.trace.format import encode_header
 
 __all__ = ["RemoteWriter", "Tally"]
 
 SOURCES = ("client", "agent")
+Item = tuple[str, int, str, Any, bytes]
 
 
 @dataclass
@@ -40,28 +44,11 @@ class Tally:
     unwritten: int = 0
     bytes: int = 0
 
-    def fields(self) -> dict[str, int]:
-        return {k: getattr(self, k) for k in ("lines", "recorded", "dropped", "unwritten", "bytes")}
-
-
-@dataclass
-class _Message:
-    t_ns: int
-    src: str
-    data: bytes
-    where: dict[str, Any]
-
-
-@dataclass
-class _Event:
-    t_ns: int
-    fields: dict[str, Any]
-
 
 @dataclass
 class RemoteWriter:
-    """Start with `start(header)`, feed with `message` and `event` from the proxy's thread,
-    end with `finish(exit_fields)`: the trace then ends with `exit` and `account`."""
+    """Start with `start(header)`, feed with `message` and `event` from the proxy's loop, end
+    with `finish(t_ns, exit_fields)`."""
 
     target: TraceTarget
     redactor: Redactor
@@ -70,20 +57,31 @@ class RemoteWriter:
     tallies: dict[str, Tally] = field(default_factory=lambda: {s: Tally() for s in SOURCES})
     write_error: str | None = None
     records: int = 0
-    _queue: queue.SimpleQueue[_Message | _Event | None] = field(default_factory=queue.SimpleQueue)
-    _waiting: int = 0  # bytes queued and not yet encoded
+    _queue: queue.SimpleQueue[Item | None] = field(default_factory=queue.SimpleQueue)
+    _waiting: int = 0  # bytes queued and not yet sent to the writer process
     _dropped: dict[str, int] = field(default_factory=dict)  # not yet told by an event
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _thread: threading.Thread | None = None
-    _fd: int | None = None
-    _seq: int = 0
-    _last_t: int = 0
+    _pipe: int = -1
+    _result: int = -1
+    _pid: int = 0
 
     def start(self, header: dict[str, Any]) -> None:
-        """Write the header and start the thread."""
-        self._fd = self.target.fd if self.target.fd is not None else self.target.open_later()
-        self._write(encode_header(header))
-        self._thread = threading.Thread(target=self._run, name="acp-trace-writer", daemon=True)
+        """Write the header, fork the writer process, start the sender thread."""
+        fd = self.target.fd if self.target.fd is not None else self.target.open_later()
+        encoder = Encoder(fd, self.target.path, self.redactor, self.max_record_bytes)
+        encoder.write(encode_header(header))
+        data_r, data_w = os.pipe()
+        result_r, result_w = os.pipe()
+        self._pid = os.fork()
+        if self._pid == 0:  # the writer process
+            _writer_main(encoder, data_r, result_w)
+        os.close(data_r)
+        os.close(result_w)
+        if self.target.fd is None:
+            os.close(fd)
+        self._pipe, self._result = data_w, result_r
+        self._thread = threading.Thread(target=self._send, name="acp-trace-sender", daemon=True)
         self._thread.start()
 
     def message(self, t_ns: int, src: str, data: bytes, where: dict[str, Any]) -> None:
@@ -97,83 +95,74 @@ class RemoteWriter:
                 self._dropped[src] = self._dropped.get(src, 0) + 1
                 return
             self._waiting += len(data)
-        self._queue.put(_Message(t_ns, src, data, where))
+        self._queue.put(("m", t_ns, src, where, data))
 
     def event(self, t_ns: int, name: str, **fields: Any) -> None:
-        """A proxy event (`src: tap`): opens, statuses, closes, reconnects, WebSocket codes."""
-        self._queue.put(_Event(t_ns, {"event": name, **fields}))
+        """A proxy event (`src: tap`): opens, statuses, ends, reconnects, WebSocket codes."""
+        self._queue.put(("e", t_ns, name, fields, b""))
 
     def finish(self, t_ns: int, exit_fields: dict[str, Any]) -> None:
-        """End the trace with `exit` and the `account`, and wait for the thread."""
-        self.event(t_ns, "exit", **exit_fields)
+        """End the trace with `exit` and the `account`; wait for the writer process."""
         self._queue.put(None)
         if self._thread is not None:
             self._thread.join()
-        account = {"streams": {s: t.fields() for s, t in self.tallies.items()}, "by": "writer"}
-        self._record(self._last_t, "tap", encode_event("account", **account))
-        if self._fd is not None and self.target.fd is None:
-            os.close(self._fd)
+        counts = {
+            s: {"lines": t.lines, "dropped": t.dropped, "bytes": t.bytes}
+            for s, t in self.tallies.items()
+        }
+        self._write(frame("f", t_ns, "", {"exit": exit_fields, "counts": counts}))
+        os.close(self._pipe)
+        result = b""
+        while chunk := os.read(self._result, 65536):
+            result += chunk
+        os.close(self._result)
+        os.waitpid(self._pid, 0)
+        done = orjson.loads(result) if result else {}
+        self.records = done.get("records", 0)
+        self.write_error = done.get("write_error", "the writer process ended without a word")
+        for src, tally in self.tallies.items():
+            tally.recorded = done.get("recorded", {}).get(src, 0)
+            tally.unwritten = done.get("unwritten", {}).get(src, tally.lines - tally.dropped)
 
-    # ------------------------------------------------------------ the thread
+    # ------------------------------------------------------------ the sender thread
 
-    def _run(self) -> None:
+    def _send(self) -> None:
         while (item := self._queue.get()) is not None:
-            self._told_drops(item.t_ns)
-            if isinstance(item, _Event):
-                self._record(item.t_ns, "tap", encode_event(**item.fields))
-                continue
             with self._lock:
-                self._waiting -= len(item.data)
-            tally = self.tallies[item.src]
-            if self.write_error is not None:
-                tally.unwritten += 1
-                continue
-            payload = self.redactor.line_payload(
-                _one_line(item.data), item.src, self.max_record_bytes
-            )
-            where = json_bytes(item.where)[1:-1] + b"," if item.where else b""
-            if self._record(item.t_ns, item.src, where + payload):
-                tally.recorded += 1
-            else:
-                tally.unwritten += 1
-
-    def _told_drops(self, t_ns: int) -> None:
+                dropped, self._dropped = self._dropped, {}
+                if item[0] == "m":
+                    self._waiting -= len(item[4])
+            if dropped:
+                self._write(frame("d", item[1], "", dropped))
+            self._write(frame(*item))
         with self._lock:
             dropped, self._dropped = self._dropped, {}
-        for src, count in dropped.items():
-            self._record(
-                max(t_ns, self._last_t), "tap", encode_event("dropped", count=count, stream=src)
-            )
+        if dropped:
+            self._write(frame("d", 0, "", dropped))
 
-    def _record(self, t_ns: int, src: str, payload: bytes) -> bool:
-        if self.write_error is not None:
-            return False
-        self._seq += 1
-        self._last_t = max(self._last_t, t_ns)  # never back in seq order
-        ok = self._write(encode_record(self._seq, self._last_t, src, payload))
-        self.records += ok
-        return ok
-
-    def _write(self, data: bytes) -> bool:
-        assert self._fd is not None
+    def _write(self, data: bytes) -> None:
         try:
             view = memoryview(data)
             while view:
-                view = view[os.write(self._fd, view) :]
-        except OSError as exc:
-            self.write_error = f"cannot write the trace {self.target.path} ({exc.strerror})"
-            return False
-        return True
+                view = view[os.write(self._pipe, view) :]
+        except OSError:  # the writer process is gone: finish() says so
+            pass
 
 
-def _one_line(data: bytes) -> bytes:
-    """A body, SSE event or frame as one line for the record: a JSON value spread over lines
-    (pretty-printed, or an SSE event's several `data:` lines) has its line breaks, which can
-    only be whitespace between tokens, made spaces; anything else is kept as it is (text)."""
-    if b"\n" not in data and b"\r" not in data:
-        return data
+def _writer_main(encoder: Encoder, data: int, result: int) -> None:
+    """The writer process: encode until the end, report, exit (never returns)."""
+    code = 0
     try:
-        orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return data
-    return data.replace(b"\r", b" ").replace(b"\n", b" ")
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)
+        keep = {0, 1, 2, encoder.fd, data, result}
+        for name in os.listdir("/proc/self/fd"):  # the proxy's: its listening socket above all
+            if int(name) not in keep:
+                with suppress(OSError):
+                    os.close(int(name))
+        done = encoder.run(read_frames(data))
+        os.write(result, orjson.dumps(done))
+    except BaseException:  # a writer process must never return into the proxy
+        code = 1
+    finally:
+        os._exit(code)
