@@ -76,3 +76,15 @@ def test_the_mcp_server_reads_remote_traces(tmp_path: Path) -> None:
         session=None,
     )
     assert "remote-stream-closed-owing" in found
+
+
+def test_watch_follows_remote_traces(tmp_path: Path) -> None:
+    """`watch --format jsonl --once` tells a remote trace's replay, its outcome and the remote
+    rule's finding as it does a stdio trace's."""
+    done = _acp("watch", "--format", "jsonl", "--once", str(WHOLE[0]), str(CUT), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    events = [orjson.loads(line) for line in done.stdout.splitlines()]
+    outcomes = [e["outcome"] for e in events if e["event"] == "response"]
+    assert outcomes == ["complete", "truncated"]
+    rules = [e["rule"] for e in events if e["event"] == "finding"]
+    assert "remote-stream-closed-owing" in rules
