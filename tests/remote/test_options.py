@@ -86,3 +86,18 @@ def test_a_port_in_use_is_one_line_and_exit_2(tmp_path: Path) -> None:
         == f"acp-trace: --listen 127.0.0.1:{port}: cannot listen (Address already in use)\n"
     )
     assert not (tmp_path / "t.jsonl").exists()
+
+
+def test_a_refused_trace_frees_the_port(tmp_path: Path) -> None:
+    """`-o` naming a directory is refused with one line and exit 2 (the tap's rule), and the
+    port bound before it is let go."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    done = _record(
+        "--listen", f"127.0.0.1:{port}", "--upstream", "http://127.0.0.1:9/acp",
+        "-o", str(tmp_path), cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    with socket.create_server(("127.0.0.1", port)):
+        pass

@@ -208,3 +208,29 @@ def test_a_killed_recorder_leaves_a_readable_trace(tmp_path: Path) -> None:
     records = rec.records()
     assert records[-1]["event"] == "error" and records[-1]["cause"] == "recorder"
     assert sum(1 for r in records if "msg" in r) >= 2
+
+
+async def _secret_session(base: str) -> None:
+    async with aiohttp.ClientSession() as http:
+        headers = {"Content-Type": "application/json", "Acp-Connection-Id": "c1"}
+        await (await http.post(f"{base}/acp", data=INIT, headers=headers)).read()
+        new = (
+            b'{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w","mcpServers":'
+            b'[{"name":"gh","command":"gh-mcp","args":[],"env":[{"name":"GITHUB_TOKEN","value":"s3cr3t-v4lue"}]}]}}'
+        )
+        await (await http.post(f"{base}/acp", data=new, headers=headers)).read()
+
+
+def test_messages_are_redacted_by_the_shared_policy(tmp_path: Path) -> None:
+    """A POSTed session/new with an MCP server's env secret reaches the agent as sent and is
+    recorded with the value replaced and its path listed, as the stdio tap records it."""
+    with upstream() as up, recorder(f"http://127.0.0.1:{up.port}/acp", tmp_path / "t.jsonl") as rec:
+        asyncio.run(_secret_session(f"http://{rec.address}"))
+        rec.stop()
+        records = rec.records()
+    assert b"s3cr3t-v4lue" in up.seen[-1]["body"]
+    [new] = [r for r in records if r.get("msg", {}).get("method") == "session/new"]
+    assert new["redacted"] == ["$.params.mcpServers[0].env[0].value"]
+    assert new["msg"]["params"]["mcpServers"][0]["env"][0]["value"] == "<redacted>"
+    assert new["channel"] == "post" and new["acp_connection"] == "c1"
+    assert "s3cr3t-v4lue" not in rec.trace.read_text()
