@@ -80,9 +80,12 @@ async def _get(up: Upstream, request: web.Request) -> web.StreamResponse:
     return response
 
 
+_SOCKETS = iter(range(1, 1 << 30))
+
+
 async def _websocket(request: web.Request) -> web.StreamResponse:
     ws = web.WebSocketResponse()
-    ws.headers["Acp-Connection-Id"] = "w1"
+    ws.headers["Acp-Connection-Id"] = f"w{next(_SOCKETS)}"
     await ws.prepare(request)
     async for msg in ws:
         if msg.type != WSMsgType.TEXT:

@@ -149,7 +149,7 @@ def test_websocket_frames_and_close_codes(tmp_path: Path) -> None:
         code, _err = rec.stop()
         records = rec.records()
     assert code == 0
-    assert got["id"] == "w1"
+    assert got["id"].startswith("w")
     assert got["echo"].startswith('{"jsonrpc":"2.0","id":0,"method":"initialize"')
     assert got["close"] == (aiohttp.WSMsgType.CLOSE, 1008)
     assert got["refused"] == 426
@@ -234,3 +234,30 @@ def test_messages_are_redacted_by_the_shared_policy(tmp_path: Path) -> None:
     assert new["msg"]["params"]["mcpServers"][0]["env"][0]["value"] == "<redacted>"
     assert new["channel"] == "post" and new["acp_connection"] == "c1"
     assert "s3cr3t-v4lue" not in rec.trace.read_text()
+
+
+async def _two_sockets(base: str) -> None:
+    async with aiohttp.ClientSession() as http:
+        for n in range(2):
+            async with http.ws_connect(f"{base}/acp") as ws:
+                await ws.send_str(INIT.decode().replace('"id":0', f'"id":{n}'))
+                await ws.receive()
+
+
+def test_each_acp_connection_gets_a_trace_of_its_own(tmp_path: Path) -> None:
+    """Two WebSockets through one recording: the first in `-o t.jsonl`, the second in
+    t-2.jsonl, each a whole trace (its header, its own exit and balanced account), so ids of
+    one connection are never paired with another's."""
+    with upstream() as up, recorder(f"ws://127.0.0.1:{up.port}/acp", tmp_path / "t.jsonl") as rec:
+        asyncio.run(_two_sockets(f"http://{rec.address}"))
+        code, err = rec.stop()
+    assert code == 0 and "traces, one per ACP connection" in err, err
+    for name, request_id in (("t.jsonl", 0), ("t-2.jsonl", 1)):
+        lines = [json.loads(x) for x in (tmp_path / name).read_text().splitlines()]
+        assert lines[0]["kind"] == "header"
+        ids = {r["msg"]["id"] for r in lines if "msg" in r}
+        assert ids == {request_id}
+        assert len({r["acp_connection"] for r in lines if "msg" in r}) == 1
+        assert [r.get("event") for r in lines[-2:]] == ["exit", "account"]
+        for counts in lines[-1]["streams"].values():
+            assert counts["lines"] == counts["recorded"] == 1

@@ -167,5 +167,7 @@ def _remote(
     if result.dropped:
         warn(f"{result.trace}: {result.dropped} messages were dropped (the writer could not keep up;"
              " --queue-bytes holds more)")  # fmt: skip
-    warn(f"trace: {result.trace} ({result.records} records)")
+    traces = ", ".join(result.traces)
+    plural = "s, one per ACP connection" if len(result.traces) > 1 else ""
+    warn(f"trace{plural}: {traces} ({result.records} records)")
     return 0

@@ -3,15 +3,17 @@ the stamp the proxy took) into trace format v1, in the order they came, `seq` as
 the recorded copy redacted through redaction/ (docs/trace-format.md, "Remote recordings").
 
 A frame is `<II` (the lengths of its head and its data), the head (JSON: `[kind, t_ns, name,
-fields]`), then the data (a message's bytes). Kinds: `m` a message (name: its src, fields:
-where it travelled), `e` an event (name: the event), `d` messages dropped from a full queue
-(fields: {src: count}), `f` the end (fields: the exit event's fields and the proxy's counts).
+fields, key]`), then the data (a message's bytes). Kinds: `m` a message (name: its src,
+fields: where it travelled), `e` an event (name: the event), `d` messages dropped from a full
+queue (fields: {src: count}), `f` the end (fields: the exit event's fields and the proxy's
+counts per connection). `key` names the ACP connection (`Recording`: one trace each).
 """
 
 from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,19 +23,21 @@ from acp_trace.jsonrpc import json_bytes
 from acp_trace.redaction.redactor import Redactor
 from acp_trace.trace.format import encode_event, encode_record
 
-__all__ = ["HEAD", "Encoder", "frame", "read_frames"]
+__all__ = ["HEAD", "Encoder", "Recording", "frame", "read_frames"]
 
 HEAD = struct.Struct("<II")
 SOURCES = ("client", "agent")
 
 
-def frame(kind: str, t_ns: int, name: str, fields: Any, data: bytes = b"") -> bytes:
-    head = orjson.dumps([kind, t_ns, name, fields])
+def frame(
+    kind: str, t_ns: int, name: str, fields: Any, data: bytes = b"", key: str | None = None
+) -> bytes:
+    head = orjson.dumps([kind, t_ns, name, fields, key])
     return HEAD.pack(len(head), len(data)) + head + data
 
 
 def read_frames(fd: int) -> Any:
-    """The frames on `fd` until EOF: (kind, t_ns, name, fields, data)."""
+    """The frames on `fd` until EOF: (kind, t_ns, name, fields, key, data)."""
     buffer = b""
     while True:
         chunk = os.read(fd, 1 << 20)
@@ -54,7 +58,7 @@ def read_frames(fd: int) -> Any:
 
 @dataclass
 class Encoder:
-    """Writes the trace on `fd`: `run(frames)` until the end frame or EOF."""
+    """One trace, written on `fd`."""
 
     fd: int
     path: str
@@ -67,36 +71,24 @@ class Encoder:
     _seq: int = 0
     _last_t: int = 0
 
-    def run(self, frames: Any) -> dict[str, Any]:
-        """Encode every frame; the result the proxy reads back."""
-        ended = False
-        for kind, t_ns, name, fields, data in frames:
-            if kind == "m":
-                self._message(t_ns, name, data, fields)
-            elif kind == "e":
-                self._record(t_ns, "tap", encode_event(name, **fields))
-            elif kind == "d":
-                for src, count in fields.items():
-                    self._record(
-                        max(t_ns, self._last_t),
-                        "tap",
-                        encode_event("dropped", count=count, stream=src),
-                    )
-            elif kind == "f":
-                self._end(t_ns, fields)
-                ended = True
-                break
-        if not ended:  # the proxy died before it closed the recording
-            message = "the recorder ended before it closed the recording"
-            self._record(
-                self._last_t, "tap", encode_event("error", message=message, cause="recorder")
-            )
-        return {
-            "records": self.records,
-            "recorded": self.recorded,
-            "unwritten": self.unwritten,
-            "write_error": self.write_error,
-        }
+    def take(self, kind: str, t_ns: int, name: str, fields: Any, data: bytes) -> None:
+        """One frame of this trace's connection (not the end)."""
+        if kind == "m":
+            self._message(t_ns, name, data, fields)
+        elif kind == "e":
+            self._record(t_ns, "tap", encode_event(name, **fields))
+        elif kind == "d":
+            for src, count in fields.items():
+                event = encode_event("dropped", count=count, stream=src)
+                self._record(max(t_ns, self._last_t), "tap", event)
+
+    def died(self) -> None:
+        """The proxy died before it closed the recording."""
+        message = "the recorder ended before it closed the recording"
+        self._record(self._last_t, "tap", encode_event("error", message=message, cause="recorder"))
+
+    def result(self) -> dict[str, Any]:
+        return {"path": self.path, "records": self.records, "write_error": self.write_error}
 
     def _message(self, t_ns: int, src: str, data: bytes, where: dict[str, Any]) -> None:
         if self.write_error is not None:
@@ -109,17 +101,18 @@ class Encoder:
         else:
             self.unwritten[src] += 1
 
-    def _end(self, t_ns: int, fields: dict[str, Any]) -> None:
-        self._record(t_ns, "tap", encode_event("exit", **fields["exit"]))
+    def end(self, t_ns: int, exit_fields: dict[str, Any], counts: dict[str, Any]) -> None:
+        """`exit`, then the `account` with the proxy's counts of this connection."""
+        self._record(t_ns, "tap", encode_event("exit", **exit_fields))
         streams = {
             src: {
-                "lines": counts["lines"],
+                "lines": seen["lines"],
                 "recorded": self.recorded[src],
-                "dropped": counts["dropped"],
+                "dropped": seen["dropped"],
                 "unwritten": self.unwritten[src],
-                "bytes": counts["bytes"],
+                "bytes": seen["bytes"],
             }
-            for src, counts in fields["counts"].items()
+            for src, seen in counts.items()
         }
         self._record(self._last_t, "tap", encode_event("account", streams=streams, by="writer"))
 
@@ -154,3 +147,67 @@ def one_line(data: bytes) -> bytes:
     except orjson.JSONDecodeError:
         return data
     return data.replace(b"\r", b" ").replace(b"\n", b" ")
+
+
+@dataclass
+class Recording:
+    """The traces of one recording, one per ACP connection: the first connection (and what
+    belongs to none: a request refused before it had one) in the first trace, each later one
+    in a trace that `open_more(n)` opens (None: everything in the first)."""
+
+    first: Encoder
+    header: bytes
+    open_more: Callable[[int], Encoder | None]
+    traces: dict[str | None, Encoder] = field(default_factory=dict)
+    _owner: str | None = None
+
+    def run(self, frames: Any) -> dict[str, Any]:
+        """Encode every frame until the end frame (or EOF); the result the proxy reads back."""
+        for kind, t_ns, name, fields, key, data in frames:
+            if kind == "f":
+                self._end(t_ns, fields)
+                return self._result()
+            self._trace(key).take(kind, t_ns, name, fields, data)
+        for encoder in self._all().values():
+            encoder.died()
+        return self._result()
+
+    def _trace(self, key: str | None) -> Encoder:
+        if key is None or key == self._owner:
+            return self.first
+        if self._owner is None:
+            self._owner = key
+            return self.first
+        if key not in self.traces:
+            more = self.open_more(len(self.traces) + 2)
+            if more is None:
+                return self.first
+            more.write(self.header)
+            self.traces[key] = more
+        return self.traces[key]
+
+    def _end(self, t_ns: int, fields: dict[str, Any]) -> None:
+        """Each trace's `exit` and `account`, with the counts of every connection it holds."""
+        summed: dict[int, dict[str, dict[str, int]]] = {}
+        for key, counts in fields["counts"].items():
+            encoder = self._trace(None if key == "None" else key)
+            into = summed.setdefault(id(encoder), {s: dict.fromkeys(_NONE[s], 0) for s in SOURCES})
+            for src, seen in counts.items():
+                for name, value in seen.items():
+                    into[src][name] += value
+        for encoder in self._all().values():
+            encoder.end(t_ns, fields["exit"], summed.get(id(encoder), _NONE))
+
+    def _all(self) -> dict[str | None, Encoder]:
+        return {self._owner: self.first, **self.traces}
+
+    def _result(self) -> dict[str, Any]:
+        encoders = list(self._all().values())
+        return {
+            "traces": [e.result() for e in encoders],
+            "recorded": {s: sum(e.recorded[s] for e in encoders) for s in SOURCES},
+            "unwritten": {s: sum(e.unwritten[s] for e in encoders) for s in SOURCES},
+        }
+
+
+_NONE = {src: {"lines": 0, "dropped": 0, "bytes": 0} for src in SOURCES}

@@ -121,6 +121,12 @@ class Proxy:
 
     async def _http(self, request: web.Request, exchange: int) -> web.StreamResponse:
         where = _where(request, exchange)
+        if "acp_connection" in where:
+            self.writer.bind(exchange, where["acp_connection"])
+        elif request.method == "POST":  # an initialize: its answer names the connection
+            self.writer.hold(exchange)
+        else:
+            self.writer.bind(exchange, None)
         self.opened(request, exchange, where)
         self._reconnect(request, where)
         body = await request.read()
@@ -138,6 +144,7 @@ class Proxy:
             )
         except (aiohttp.ClientError, OSError) as exc:
             self.writer.event(self.now(), "upstream_error", exchange=exchange, error=_reason(exc))
+            self.writer.bind(exchange, where.get("acp_connection"))
             return web.Response(status=502, text=f"acp-trace: upstream: {_reason(exc)}\n")
         async with upstream:
             return await self._respond(request, upstream, where)
@@ -170,6 +177,7 @@ class Proxy:
             sse=sse,
             headers=scrub_headers(headers, content=self.content),
         )
+        self.writer.bind(exchange, where.get("acp_connection"))
         response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
         for k, v in headers:
             response.headers.add(k, v)

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from acp_trace.errors import RecordError
 from acp_trace.record.options import RecordOptions
 from acp_trace.record.trace_file import TraceTarget, open_trace
 from acp_trace.redaction.redactor import RedactionPolicy, Redactor
@@ -38,6 +39,7 @@ class RemoteResult:
     from a full queue and not written (with why the trace stopped, if it did)."""
 
     trace: str
+    traces: list[str]  # one per ACP connection, `trace` first
     records: int
     dropped: int
     unwritten: int
@@ -65,6 +67,7 @@ def record_remote(
         Redactor(RedactionPolicy(enabled=options.redact, content=options.redact_content)),
         options.max_record_bytes,
         options.queue_bytes,
+        open_more=_more_traces(options, target.path),
     )
     host, port = sock.getsockname()[:2]
     writer.start(_header(options, f"{host}:{port}", writer.redactor))
@@ -81,6 +84,7 @@ def record_remote(
     tallies = writer.tallies.values()
     return RemoteResult(
         trace=target.path,
+        traces=writer.traces,
         records=writer.records,
         dropped=sum(t.dropped for t in tallies),
         unwritten=sum(t.unwritten for t in tallies),
@@ -88,10 +92,32 @@ def record_remote(
     )
 
 
-def _open(options: RemoteOptions) -> TraceTarget:
+def _open(options: RemoteOptions, output: str | None = None) -> TraceTarget:
     name = f"remote-{options.upstream.host}"
-    chosen = RecordOptions(command=[name], output=options.output, directory=options.directory)
+    chosen = RecordOptions(
+        command=[name], output=output or options.output, directory=options.directory
+    )
     return open_trace(chosen, os.environ)
+
+
+def _more_traces(options: RemoteOptions, first: str) -> Callable[[int], TraceTarget | None]:
+    """How the writer process opens the trace of the recording's n-th ACP connection: beside
+    `-o FILE` as FILE-n.jsonl (FILE.jsonl's -n before the suffix), or a new file in the folder;
+    none (everything in the first trace) when the first is no regular file (a FIFO, a device)
+    or the new one cannot be opened."""
+    if not os.path.isfile(first):
+        return lambda _n: None
+
+    def open_more(n: int) -> TraceTarget | None:
+        base = first.removesuffix(".jsonl")
+        try:
+            target = _open(options, f"{base}-{n}.jsonl" if options.output else None)
+        except RecordError:
+            return None
+        target.commit()
+        return target
+
+    return open_more
 
 
 def _header(options: RemoteOptions, listen: str, redactor: Redactor) -> dict[str, Any]:

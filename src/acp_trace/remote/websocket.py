@@ -50,6 +50,7 @@ PASSED_BACK = ("Acp-Connection-Id", "Set-Cookie")
 
 async def relay_websocket(proxy: Proxy, request: web.Request, exchange: int) -> web.StreamResponse:
     where: dict[str, Any] = {"transport": "ws", "channel": "ws", "exchange": exchange}
+    proxy.writer.hold(exchange)  # a connection once the agent accepts it (its 101)
     proxy.opened(request, exchange, where)
     protocols = [p.strip() for p in request.headers.get("Sec-WebSocket-Protocol", "").split(",")]
     skip = WS_OWN | {"sec-websocket-protocol"}
@@ -72,11 +73,13 @@ async def relay_websocket(proxy: Proxy, request: web.Request, exchange: int) -> 
             headers=scrub_headers(headers, content=proxy.content),
         )  # fmt: skip
         proxy.writer.event(proxy.now(), "end", exchange=exchange, by="agent", bytes=0)
+        proxy.writer.bind(exchange, None)
         return web.Response(status=status, text=exc.message or "")
     except (aiohttp.ClientError, OSError) as exc:
         proxy.writer.event(
             proxy.now(), "upstream_error", exchange=exchange, error=str(exc) or type(exc).__name__
         )
+        proxy.writer.bind(exchange, None)
         return web.Response(status=502, text="acp-trace: the upstream refused the WebSocket\n")
     return await _relay(proxy, request, agent, where)
 
@@ -94,6 +97,7 @@ async def _relay(
         proxy.now(), "status", exchange=where["exchange"], status=101, sse=False,
         headers=scrub_headers(list(upgrade.items()), content=proxy.content),
     )  # fmt: skip
+    proxy.writer.bind(where["exchange"], where.get("acp_connection") or f"ws-{where['exchange']}")
     client = web.WebSocketResponse(
         protocols=[agent.protocol] if agent.protocol else (),
         autoclose=False,
