@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import threading
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -66,10 +67,14 @@ async def _get(up: Upstream, request: web.Request) -> web.StreamResponse:
         return await _websocket(request)
     if request.headers.get("Acp-Session-Id") == "taken":
         return web.json_response({"error": "stream already has a reader"}, status=409)
-    response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    gzip = zlib.compressobj(wbits=31) if request.query.get("gzip") else None
+    headers = {"Content-Type": "text/event-stream"} | ({"Content-Encoding": "gzip"} if gzip else {})
+    response = web.StreamResponse(headers=headers)
     await response.prepare(request)
     sent = b""
     for chunk in SSE_CHUNKS:
+        if gzip is not None:  # each write a whole deflate block: the events arrive one by one
+            chunk = gzip.compress(chunk) + gzip.flush(zlib.Z_SYNC_FLUSH)
         await response.write(chunk)
         sent += chunk
         await asyncio.sleep(0.01)

@@ -261,3 +261,24 @@ def test_each_acp_connection_gets_a_trace_of_its_own(tmp_path: Path) -> None:
         assert [r.get("event") for r in lines[-2:]] == ["exit", "account"]
         for counts in lines[-1]["streams"].values():
             assert counts["lines"] == counts["recorded"] == 1
+
+
+def test_a_compressed_stream_passes_as_sent_and_is_recorded_decoded(tmp_path: Path) -> None:
+    """An SSE stream sent with `Content-Encoding: gzip` reaches the client byte for byte
+    (still compressed); the record holds its events' messages, decompressed."""
+
+    async def get(base: str) -> bytes:
+        async with aiohttp.ClientSession(auto_decompress=False) as http:
+            headers = {"Accept": "text/event-stream", "Acp-Session-Id": "s1"}
+            async with http.get(f"{base}/acp?gzip=1", headers=headers) as r:
+                return await r.read()
+
+    with upstream() as up, recorder(f"http://127.0.0.1:{up.port}/acp", tmp_path / "t.jsonl") as rec:
+        got = asyncio.run(get(f"http://{rec.address}"))
+        rec.stop()
+        records = rec.records()
+    assert got == up.sent["sse"] != b"".join(SSE_CHUNKS)
+    messages = [r["msg"] for r in records if "msg" in r]
+    assert messages[1] == {"jsonrpc": "2.0", "id": 5, "result": {}}
+    [end] = [r for r in records if r.get("event") == "end"]
+    assert end["keepalives"] == 2 and "undecoded" not in end

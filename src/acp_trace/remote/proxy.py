@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -23,7 +23,8 @@ import aiohttp
 from aiohttp import web
 from multidict import CIMultiDict
 
-from acp_trace.redaction.http import scrub_body, scrub_headers, scrub_target
+from acp_trace.redaction.http import scrub_headers, scrub_target
+from acp_trace.remote.relay import Relay
 from acp_trace.remote.sse import EventParser
 from acp_trace.remote.websocket import relay_websocket
 from acp_trace.remote.writer import RemoteWriter
@@ -40,7 +41,6 @@ HOP = frozenset(
 )
 SESSION_HEADER = "Acp-Session-Id"
 CONNECTION_HEADER = "Acp-Connection-Id"
-ERROR_BODY_BYTES = 512  # of a non-2xx body, kept (redacted) in its `close` event
 
 
 class Proxy:
@@ -184,76 +184,13 @@ class Proxy:
         if upstream.headers.get("Content-Length") is not None:
             response.content_length = int(upstream.headers["Content-Length"])
         await response.prepare(request)
-        relay = _Relay(self, where, upstream.status, EventParser() if sse else None)
+        relay = Relay(self, where, upstream, EventParser() if sse else None)
         if sse:
             with self.streaming():
                 await relay.run(request, upstream, response)
         else:
             await relay.run(request, upstream, response)
         return response
-
-
-class _Relay:
-    """One response body passed on chunk by chunk, its messages handed to the writer."""
-
-    def __init__(
-        self, proxy: Proxy, where: dict[str, Any], status: int, parser: EventParser | None
-    ) -> None:
-        self.proxy, self.where, self.status, self.parser = proxy, where, status, parser
-        self.body = bytearray()  # a body that is not SSE, for the record
-        self.size = 0
-        self.now: Callable[[], int] = proxy.now
-
-    async def run(
-        self, request: web.Request, upstream: aiohttp.ClientResponse, response: web.StreamResponse
-    ) -> None:
-        fields: dict[str, Any] = {"by": "agent"}
-        try:
-            async for chunk in upstream.content.iter_any():
-                self._seen(self.now(), chunk)
-                await response.write(chunk)
-            self._done(self.now())
-            await response.write_eof()
-        except asyncio.CancelledError:
-            if self.proxy.stopping:
-                fields = {"by": "proxy", "reason": "the recorder stopped"}
-            else:
-                fields = {"by": "client", "reason": "the client closed the connection"}
-            self._closed(fields)
-            raise
-        except (aiohttp.ClientError, OSError) as exc:
-            if isinstance(exc, ConnectionResetError) and response.prepared:
-                fields = {"by": "client", "reason": "the client went away"}
-            else:  # the agent's side ended mid-body: the client's is cut too, not ended
-                fields = {"by": "agent", "cut": True, "reason": _reason(exc)}
-                if request.transport is not None:
-                    request.transport.close()
-        self._closed(fields)
-
-    def _seen(self, t: int, chunk: bytes) -> None:
-        self.size += len(chunk)
-        if self.parser is None:
-            if len(self.body) < self.proxy.writer.max_record_bytes:
-                self.body += chunk
-            return
-        for event in self.parser.feed(chunk):
-            where = self.where if event.id is None else {**self.where, "sse_id": event.id}
-            self.proxy.writer.message(t, "agent", event.data, where)
-
-    def _done(self, t: int) -> None:
-        if self.parser is None and self.body and 200 <= self.status < 300:
-            self.proxy.writer.message(t, "agent", bytes(self.body), self.where)
-
-    def _closed(self, how: dict[str, Any]) -> None:
-        fields: dict[str, Any] = {"exchange": self.where["exchange"], **how, "bytes": self.size}
-        if self.parser is not None:
-            fields["keepalives"] = self.parser.keepalives
-            if self.parser.pending:
-                fields["cut_bytes"] = self.parser.pending  # an event cut short
-        if self.parser is None and self.body and not 200 <= self.status < 300:
-            text = bytes(self.body[:ERROR_BODY_BYTES]).decode("utf-8", "replace")
-            fields["body"] = scrub_body(text, content=self.proxy.content)
-        self.proxy.writer.event(self.now(), "end", **fields)
 
 
 def _where(request: web.Request, exchange: int) -> dict[str, Any]:
