@@ -6,6 +6,8 @@ per scenario the client's summary, its exit code and the recorder's.
 
 usage: python remote_run.py OUT NODE NODE_MODULES SDK_PYTHON SCENARIO...
        a SCENARIO is SERVER-CLIENT-TRANSPORT[-cut] (ts or py; http or ws), e.g. ts-ts-http;
+       the client `drive` is `acp-trace drive` playing tests/data/remote/ts-http.jsonl's
+       client side through `acp-trace bridge URL` (its own trace: OUT/NAME-drive.jsonl);
        `-cut` prompts `cut`, after which the server cuts the replay short (run those last:
        the TypeScript server drops every connection, the Python one dies).
 """
@@ -21,6 +23,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+RECORDING = HERE.parents[1] / "tests" / "data" / "remote" / "ts-http.jsonl"
 READY = re.compile(r" at (\S+):(\d+) \(Ctrl-C ends it\)")
 
 
@@ -51,7 +54,14 @@ def record(out: Path, name: str, upstream: str) -> tuple[subprocess.Popen[bytes]
 
 
 def run_client(
-    kind: str, address: str, transport: str, cut: bool, node: str, modules: str, sdk_python: str
+    kind: str,
+    address: str,
+    transport: str,
+    cut: bool,
+    node: str,
+    modules: str,
+    sdk_python: str,
+    out: Path,
 ) -> tuple[int, dict[str, object] | str]:
     scheme = "ws" if transport == "ws" else "http"
     url = f"{scheme}://{address}/acp"
@@ -61,6 +71,16 @@ def run_client(
         else [sdk_python, str(HERE / "remote_py.py"), "client", url, transport]
     )
     env = {**os.environ, "REMOTE_PROMPT": "cut" if cut else "hello"}
+    if kind == "drive":
+        drive = [sys.executable, "-m", "acp_trace", "drive", str(RECORDING), "-o", str(out)]
+        bridge = [sys.executable, "-m", "acp_trace", "bridge", url]
+        done = subprocess.run(
+            [*drive, "--", *bridge], capture_output=True, timeout=120, env=env, check=False
+        )
+        return done.returncode, {
+            "stdout": done.stdout.decode(),
+            "stderr": done.stderr.decode()[-2000:],
+        }
     done = subprocess.run(argv, capture_output=True, timeout=120, env=env, check=False)
     lines = done.stdout.decode().splitlines()
     return done.returncode, json.loads(lines[-1]) if lines else done.stderr.decode()[-2000:]
@@ -70,6 +90,7 @@ def main() -> None:
     out, node, modules, sdk_python, *scenarios = sys.argv[1:]
     servers: dict[str, tuple[subprocess.Popen[bytes], int]] = {}
     results: dict[str, object] = {}
+    recorder: subprocess.Popen[bytes] | None = None
     try:
         for name in scenarios:
             server, client, transport, *rest = name.split("-")
@@ -79,8 +100,9 @@ def main() -> None:
             recorder, address = record(
                 Path(out), name, f"{scheme}://127.0.0.1:{servers[server][1]}/acp"
             )
+            drive_out = Path(out) / f"{name}-drive.jsonl"
             code, summary = run_client(
-                client, address, transport, bool(rest), node, modules, sdk_python
+                client, address, transport, bool(rest), node, modules, sdk_python, drive_out
             )
             recorder.send_signal(signal.SIGTERM)
             _out, err = recorder.communicate(timeout=60)
@@ -90,7 +112,9 @@ def main() -> None:
                 "recorder_exit": recorder.returncode,
                 "recorder_stderr": err.decode(),
             }
-    finally:
+    finally:  # nothing of ours may outlive the run: it would hold the caller's pipes open
+        if recorder is not None and recorder.poll() is None:
+            recorder.kill()
         for process, _port in servers.values():
             process.terminate()
             try:

@@ -25,6 +25,7 @@ import acp_trace
 pytestmark = pytest.mark.peers
 HERE = Path(__file__).resolve().parent
 WHOLE = ["ts-ts-http", "ts-ts-ws", "py-py-http", "py-py-ws", "py-ts-http", "ts-py-ws"]
+DRIVE = ["ts-drive-ws", "py-drive-http"]  # acp-trace drive through acp-trace bridge
 CUT = ["ts-ts-http-cut", "ts-ts-ws-cut", "py-py-ws-cut"]  # the last ends the Python server
 STREAM_OF_REPLAY = {"ts": "session", "py": "connection"}  # where each SDK's server sends it
 
@@ -49,7 +50,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]
         str(cache / "acp-py" / "venv" / "bin" / "python"),
     ]
     done = subprocess.run(
-        [str(peerlib.NETNS_RUN), *argv, *WHOLE, *CUT],
+        [str(peerlib.NETNS_RUN), *argv, *WHOLE, *DRIVE, *CUT],
         env=env,
         cwd=root,
         capture_output=True,
@@ -166,3 +167,22 @@ def test_check_blames_the_cut_and_nothing_else(runs: tuple[Path, dict[str, Any]]
         found = acp_trace.analyze([root / f"{name}.jsonl"]).findings()
         remote = sorted(r for r in found["rule"].to_list() if r.startswith("remote-"))
         assert remote == (["remote-stream-closed-owing"] if name in CUT else []), name
+
+
+@pytest.mark.parametrize("name", DRIVE)
+def test_drive_plays_a_recording_through_the_bridge(
+    runs: tuple[Path, dict[str, Any]], name: str
+) -> None:
+    """`acp-trace drive REC -- acp-trace bridge URL` plays a recorded client side against each
+    SDK's server over each transport: every client message sent, the replay complete in
+    drive's own (stdio) trace and in the remote recorder's."""
+    root, results = runs
+    result = results[name]
+    assert result["recorder_exit"] == 0
+    assert result["client_exit"] in (0, 1), result["client"]  # 1: ids differ (regressions)
+    assert "client messages sent: 4 of 4" in result["client"]["stdout"]
+    for trace in (root / f"{name}-drive.jsonl", root / f"{name}.jsonl"):
+        table = acp_trace.replays([trace])
+        assert table["outcome"].to_list() == ["complete"], trace
+    records = _records(root / f"{name}.jsonl")
+    assert {r["transport"] for r in records if "msg" in r} == {name.split("-")[2]}

@@ -36,7 +36,8 @@ SSE_CHUNKS = [  # the session stream the upstream sends, in these writes
 
 @dataclass
 class Upstream:
-    """The upstream's address and what it saw and sent."""
+    """The upstream's address and what it saw and sent. Its WebSocket answers each request
+    with `{"echo": true}`; the text `close-1008` makes it close with 1008."""
 
     port: int = 0
     sent: dict[str, bytes] = field(default_factory=dict)
@@ -98,7 +99,8 @@ async def _websocket(request: web.Request) -> web.StreamResponse:
         if msg.data == "close-1008":
             await ws.close(code=1008, message=b"limit")
             break
-        await ws.send_str(msg.data)
+        request_id = orjson.loads(msg.data).get("id")
+        await ws.send_str(f'{{"jsonrpc":"2.0","id":{request_id},"result":{{"echo":true}}}}')
     return ws
 
 

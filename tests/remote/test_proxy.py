@@ -150,7 +150,7 @@ def test_websocket_frames_and_close_codes(tmp_path: Path) -> None:
         records = rec.records()
     assert code == 0
     assert got["id"].startswith("w")
-    assert got["echo"].startswith('{"jsonrpc":"2.0","id":0,"method":"initialize"')
+    assert got["echo"] == '{"jsonrpc":"2.0","id":0,"result":{"echo":true}}'
     assert got["close"] == (aiohttp.WSMsgType.CLOSE, 1008)
     assert got["refused"] == 426
     msgs = [r for r in records if "msg" in r]

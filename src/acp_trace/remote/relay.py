@@ -20,7 +20,7 @@ from acp_trace.redaction.http import scrub_body
 from acp_trace.remote.sse import EventParser
 
 if TYPE_CHECKING:
-    from acp_trace.remote.proxy import Proxy
+    from acp_trace.remote.view import Proxy
 
 __all__ = ["Decoder", "Relay"]
 

@@ -3,13 +3,13 @@
 that pass every frame on as it arrives. Text frames are JSON-RPC messages (one per frame):
 stamped, queued for the record, forwarded byte for byte. Binary frames are forwarded and
 counted (ACP ignores them). A close is passed on with its code and reason and recorded as
-a `close` event (`by`, `code`, `reason`)."""
+an `end` event (`by`, `code`, `reason`)."""
 
 from __future__ import annotations
 
 import asyncio
 from contextlib import suppress
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal
 
 import aiohttp
 from aiohttp import WSMsgType, web
@@ -17,26 +17,7 @@ from aiohttp import WSMsgType, web
 from acp_trace.redaction.http import scrub_headers
 
 if TYPE_CHECKING:
-    from multidict import CIMultiDict
-
-    from acp_trace.remote.writer import RemoteWriter
-
-
-class Proxy(Protocol):
-    """What of the proxy (proxy.py) a WebSocket uses."""
-
-    session: aiohttp.ClientSession | None
-    origin: str
-    writer: RemoteWriter
-    content: bool
-    stopping: bool
-
-    def now(self) -> int: ...
-
-    def opened(self, request: web.Request, exchange: int, where: dict[str, Any]) -> None: ...
-
-    def forward_headers(self, request: web.Request, skip: frozenset[str]) -> CIMultiDict[str]: ...
-
+    from acp_trace.remote.view import Proxy
 
 __all__ = ["relay_websocket"]
 
