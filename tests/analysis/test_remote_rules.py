@@ -210,3 +210,16 @@ def test_a_stdio_trace_gets_no_remote_finding(tmp_path: Path) -> None:
     path.write_bytes(b"\n".join([orjson.dumps(head), *lines[1:]]) + b"\n")
     table = acp_trace.analyze([path]).findings()
     assert not any(rule.startswith("remote-") for rule in table["rule"].to_list())
+
+
+def test_a_websocket_the_agent_closed_for_the_clients_fault(tmp_path: Path) -> None:
+    """The agent closing a WebSocket with 1002 is the client's `remote-client-error`; a close
+    with 1000 (or one by the client) is not."""
+    opened = ("open", {"transport": "ws", "channel": "ws", "exchange": 9, "method": "GET"})
+    status = ("status", {"exchange": 9, "status": 101})
+    refused = ("end", {"exchange": 9, "by": "agent", "code": 1002, "reason": "expected initialize"})
+    [found] = findings(write(tmp_path, [opened, status, refused]), "remote-client-error")
+    assert found["side"] == "client"
+    assert "closed the WebSocket (exchange 9) with 1002 (expected initialize)" in found["message"]
+    normal = ("end", {"exchange": 9, "by": "agent", "code": 1000})
+    assert findings(write(tmp_path, [opened, status, normal]), "remote-client-error") == []

@@ -7,7 +7,8 @@ per scenario the client's summary, its exit code and the recorder's.
 usage: python remote_run.py OUT NODE NODE_MODULES SDK_PYTHON SCENARIO...
        a SCENARIO is SERVER-CLIENT-TRANSPORT[-cut] (ts or py; http or ws), e.g. ts-ts-http;
        the client `drive` is `acp-trace drive` playing tests/data/remote/ts-http.jsonl's
-       client side through `acp-trace bridge URL` (its own trace: OUT/NAME-drive.jsonl);
+       client side through `acp-trace bridge URL` (its own trace: OUT/NAME-drive.jsonl); the
+       client `bad` sends session/new before initialize through the bridge;
        `-cut` prompts `cut`, after which the server cuts the replay short (run those last:
        the TypeScript server drops every connection, the Python one dies).
 """
@@ -71,6 +72,11 @@ def run_client(
         else [sdk_python, str(HERE / "remote_py.py"), "client", url, transport]
     )
     env = {**os.environ, "REMOTE_PROMPT": "cut" if cut else "hello"}
+    if kind == "bad":  # a WebSocket whose first message is no initialize, through the bridge
+        bad = b'{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w"}}\n'
+        bridge = [sys.executable, "-m", "acp_trace", "bridge", url]
+        done = subprocess.run(bridge, input=bad, capture_output=True, timeout=120, check=False)
+        return done.returncode, {"stdout": done.stdout.decode(), "stderr": done.stderr.decode()}
     if kind == "drive":
         drive = [sys.executable, "-m", "acp_trace", "drive", str(RECORDING), "-o", str(out)]
         bridge = [sys.executable, "-m", "acp_trace", "bridge", url]

@@ -26,6 +26,7 @@ pytestmark = pytest.mark.peers
 HERE = Path(__file__).resolve().parent
 WHOLE = ["ts-ts-http", "ts-ts-ws", "py-py-http", "py-py-ws", "py-ts-http", "ts-py-ws"]
 DRIVE = ["ts-drive-ws", "py-drive-http"]  # acp-trace drive through acp-trace bridge
+BAD = ["ts-bad-ws"]  # session/new before initialize: the TypeScript server closes with 1002
 CUT = ["ts-ts-http-cut", "ts-ts-ws-cut", "py-py-ws-cut"]  # the last ends the Python server
 STREAM_OF_REPLAY = {"ts": "session", "py": "connection"}  # where each SDK's server sends it
 
@@ -50,7 +51,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]
         str(cache / "acp-py" / "venv" / "bin" / "python"),
     ]
     done = subprocess.run(
-        [str(peerlib.NETNS_RUN), *argv, *WHOLE, *DRIVE, *CUT],
+        [str(peerlib.NETNS_RUN), *argv, *WHOLE, *DRIVE, *BAD, *CUT],
         env=env,
         cwd=root,
         capture_output=True,
@@ -186,3 +187,18 @@ def test_drive_plays_a_recording_through_the_bridge(
         assert table["outcome"].to_list() == ["complete"], trace
     records = _records(root / f"{name}.jsonl")
     assert {r["transport"] for r in records if "msg" in r} == {name.split("-")[2]}
+
+
+def test_a_first_message_other_than_initialize_is_the_clients_fault(
+    runs: tuple[Path, dict[str, Any]],
+) -> None:
+    """The TypeScript server closes a WebSocket whose first message is no initialize with
+    1002 (protocol-notes, Remote ACP): the trace has that close, `check` blames the client."""
+    root, results = runs
+    assert results["ts-bad-ws"]["recorder_exit"] == 0
+    records = _records(root / "ts-bad-ws.jsonl")
+    [end] = [r for r in records if r.get("event") == "end"]
+    assert (end["by"], end["code"]) == ("agent", 1002)
+    found = acp_trace.analyze([root / "ts-bad-ws.jsonl"]).findings()
+    blamed = found.filter(pl.col("rule") == "remote-client-error")
+    assert blamed["side"].to_list() == ["client"]

@@ -4,7 +4,8 @@
 - `remote-wrong-stream`: a message for session S on the session stream of another session
   (protocol-notes, Remote ACP: session-scoped streams carry their session's output).
 - `remote-client-error`: a 400 (missing or mismatched `Acp-Session-Id`), 409 (a second reader
-  of one stream) or 426 (plain HTTP on the WebSocket endpoint) the client provoked.
+  of one stream) or 426 (plain HTTP on the WebSocket endpoint) the client provoked, or a
+  WebSocket the agent closed with 1002 (the first message not initialize) or 1008 (a limit).
 - `remote-stream-closed-owing`: a session stream, the connection stream or a WebSocket that
   the agent's side ended while a request it would answer there was pending.
 - `remote-reconnect-lost`: a stream the client opened again after it ended owing messages (or
@@ -24,6 +25,10 @@ from acp_trace.analysis.checks.registry import Context, Finding, rule
 from acp_trace.analysis.remote import Exchange, RemoteTrace, remote_traces, stream_label
 from acp_trace.quantities import count
 
+CLIENT_CLOSES = {
+    1002: "a protocol error (the TypeScript server's answer to a first message other than initialize)",
+    1008: "a policy violation (a message over the agent's size limit)",
+}
 CLIENT_STATUSES = {
     400: "a request without the Acp-Session-Id it needs, or with one that does not match",
     409: "a second reader of a stream that has one",
@@ -65,23 +70,34 @@ def wrong_stream(ctx: Context) -> Iterator[Finding]:
 @rule(
     "remote-client-error",
     "error",
-    "the client provoked a 400, 409 or 426 from the agent's HTTP endpoint",
+    "the client provoked a 400, 409 or 426, or a WebSocket close 1002 or 1008, from the agent",
     side="client",
 )
 def client_error(ctx: Context) -> Iterator[Finding]:
     for _trace, remote in _remote(ctx).items():
         for ex in remote.exchanges.values():
-            if ex.status not in CLIENT_STATUSES or ex.status_row is None:
-                continue
-            body = ex.end.get("body")
-            said = f" ({body.strip()[:120]})" if isinstance(body, str) and body.strip() else ""
-            yield ctx.at(
-                "remote-client-error",
-                ex.status_row,
-                ex.acp_session,
-                f"{ex.method} for {stream_label(ex.channel, ex.acp_session, ex.number)} was "
-                f"answered {ex.status}{said}: {CLIENT_STATUSES[ex.status]}",
-            )
+            label = stream_label(ex.channel, ex.acp_session, ex.number)
+            if ex.status in CLIENT_STATUSES and ex.status_row is not None:
+                body = ex.end.get("body")
+                said = f" ({body.strip()[:120]})" if isinstance(body, str) and body.strip() else ""
+                yield ctx.at(
+                    "remote-client-error",
+                    ex.status_row,
+                    ex.acp_session,
+                    f"{ex.method} for {label} was answered {ex.status}{said}: "
+                    f"{CLIENT_STATUSES[ex.status]}",
+                )
+            code = ex.end.get("code")
+            if ex.transport == "ws" and ex.end.get("by") == "agent" and code in CLIENT_CLOSES:
+                assert ex.end_row is not None
+                reason = ex.end.get("reason")
+                said = f" ({reason})" if isinstance(reason, str) and reason else ""
+                yield ctx.at(
+                    "remote-client-error",
+                    ex.end_row,
+                    ex.acp_session,
+                    f"the agent closed {label} with {code}{said}: {CLIENT_CLOSES[code]}",
+                )
 
 
 @rule(
