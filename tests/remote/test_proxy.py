@@ -282,3 +282,49 @@ def test_a_compressed_stream_passes_as_sent_and_is_recorded_decoded(tmp_path: Pa
     assert messages[1] == {"jsonrpc": "2.0", "id": 5, "result": {}}
     [end] = [r for r in records if r.get("event") == "end"]
     assert end["keepalives"] == 2 and "undecoded" not in end
+
+
+def test_h2c_with_prior_knowledge_passes_through_unchanged(tmp_path: Path) -> None:
+    """A connection that opens with the HTTP/2 preface goes to the upstream byte for byte both
+    ways (here an echo), not read by the proxy: its `open` and `end` say it went by, h2c,
+    with its bytes each way."""
+    from acp_trace.remote.sniff import PREFACE
+
+    payload = PREFACE + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00" + bytes(range(256)) * 40
+
+    async def echo_server() -> tuple[asyncio.AbstractServer, int]:
+        async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            while data := await reader.read(65536):
+                writer.write(data)
+            writer.close()
+
+        server = await asyncio.start_server(echo, "127.0.0.1", 0)
+        return server, server.sockets[0].getsockname()[1]
+
+    async def through(address: str) -> bytes:
+        host, port = address.rsplit(":", 1)
+        reader, writer = await asyncio.open_connection(host, int(port))
+        writer.write(payload[:10])  # the preface in pieces: the proxy waits for all of it
+        await writer.drain()
+        writer.write(payload[10:])
+        writer.write_eof()
+        got = await reader.read()
+        writer.close()
+        return got
+
+    async def run() -> tuple[bytes, list[dict[str, Any]], int]:
+        server, port = await echo_server()
+        with recorder(f"http://127.0.0.1:{port}/acp", tmp_path / "t.jsonl") as rec:
+            got = await through(rec.address)
+            code, _err = await asyncio.to_thread(rec.stop)
+            records = rec.records()
+        server.close()
+        return got, records, code
+
+    got, records, code = asyncio.run(run())
+    assert code == 0 and got == payload
+    opened = [r for r in records if r.get("event") == "open"]
+    assert [(r["transport"], r["channel"]) for r in opened] == [("h2c", "tunnel")]
+    [end] = [r for r in records if r.get("event") == "end"]
+    assert (end["client_bytes"], end["agent_bytes"]) == (len(payload), len(payload))
+    assert end["reason"] == "h2c passed through unrecorded"

@@ -1,7 +1,8 @@
 """The remote recorder: `acp-trace record --listen HOST:PORT --upstream URL`, a reverse proxy
 between an editor and an agent that speaks ACP over Streamable HTTP or WebSocket, writing
 trace format v1 (docs/trace-format.md, "Remote recordings"), one trace per ACP connection:
-`options.py` (the address, the URL, the socket bound before anything starts), `proxy.py`
+`options.py` (the address, the URL, the socket bound before anything starts), `sniff.py`
+(HTTP/1.1 to aiohttp, h2c passed through), `proxy.py`
 (HTTP exchanges: bodies, statuses), `relay.py` (a response passed on chunk by chunk, read for
 the record), `websocket.py` (frames both ways), `sse.py` (events cut out of a stream for the
 record), `writer.py` (the queue and the writer process), `encoder.py` (the writer process:

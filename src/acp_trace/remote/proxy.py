@@ -71,8 +71,11 @@ class Proxy:
         if self.session is not None:
             await self.session.close()
 
+    def next_exchange(self) -> int:
+        return next(self._exchanges)
+
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        exchange = next(self._exchanges)
+        exchange = self.next_exchange()
         if request.headers.get("Upgrade", "").lower() == "websocket":
             with self.streaming():
                 return await relay_websocket(self, request, exchange)

@@ -24,6 +24,7 @@ from acp_trace.redaction.redactor import RedactionPolicy, Redactor
 from acp_trace.redaction.secrets import scrub_url
 from acp_trace.remote.options import RemoteOptions, bind
 from acp_trace.remote.proxy import Proxy
+from acp_trace.remote.sniff import Sniffer
 from acp_trace.remote.writer import RemoteWriter
 from acp_trace.trace.format import utc_now_rfc3339
 
@@ -164,11 +165,16 @@ async def _serve(
     )
     await runner.setup()
     await proxy.start()
-    await web.SockSite(runner, sock).start()
+    assert runner.server is not None
+    make_http = runner.server  # aiohttp's protocol factory, for the connections that speak HTTP/1.1
+    server = await loop.create_server(
+        lambda: Sniffer(make_http, proxy, proxy.next_exchange), sock=sock
+    )
     if ready is not None:
         host, port = sock.getsockname()[:2]
         ready(host, port)
     await stop.wait()
+    server.close()
     await proxy.stop_streams()
     await runner.cleanup()
     await proxy.close()

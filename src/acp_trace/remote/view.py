@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    import asyncio
+
     import aiohttp
     from aiohttp import web
     from multidict import CIMultiDict
@@ -23,6 +25,7 @@ class Proxy(Protocol):
     writer: RemoteWriter
     content: bool
     stopping: bool
+    open_streams: set[asyncio.Task[Any]]
 
     def now(self) -> int: ...
 
