@@ -164,9 +164,11 @@ def env() -> dict[str, str]:
 
 @contextmanager
 def recorder(upstream_url: str, trace: Path, *extra: str) -> Iterator[Recorder]:
-    """The remote recorder on a free port of 127.0.0.1, writing `trace`."""
+    """The remote recorder on a free port of 127.0.0.1, writing `trace` (a directory: into it
+    with --dir)."""
     argv = [sys.executable, "-m", "acp_trace", "record", "--listen", "127.0.0.1:0"]
-    argv += ["--upstream", upstream_url, "-o", str(trace), *extra]
+    where = ["--dir", str(trace)] if trace.is_dir() else ["-o", str(trace)]
+    argv += ["--upstream", upstream_url, *where, *extra]
     process = subprocess.Popen(argv, stderr=subprocess.PIPE, env=env())
     assert process.stderr is not None
     line = process.stderr.readline().decode()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import signal
 import socket
 import time
@@ -328,3 +329,19 @@ def test_h2c_with_prior_knowledge_passes_through_unchanged(tmp_path: Path) -> No
     [end] = [r for r in records if r.get("event") == "end"]
     assert (end["client_bytes"], end["agent_bytes"]) == (len(payload), len(payload))
     assert end["reason"] == "h2c passed through unrecorded"
+
+
+def test_dir_gets_a_private_trace_per_connection_named_after_the_upstream(tmp_path: Path) -> None:
+    """--dir DIR: each connection's trace is a new file named after the start time and the
+    upstream's host, mode 0600."""
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    with upstream() as up, recorder(f"ws://127.0.0.1:{up.port}/acp", folder) as rec:
+        asyncio.run(_two_sockets(f"http://{rec.address}"))
+        assert rec.stop()[0] == 0
+    names = sorted(p.name for p in folder.iterdir())
+    assert len(names) == 2
+    assert all(
+        re.fullmatch(r"\d{8}T\d{6}\.\d{3}Z-remote-127\.0\.0\.1(-\d)?\.jsonl", n) for n in names
+    ), names
+    assert {(folder / n).stat().st_mode & 0o777 for n in names} == {0o600}
