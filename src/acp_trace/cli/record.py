@@ -21,7 +21,7 @@ from acp_trace.record.options import DEFAULT_GRACE, DEFAULT_MAX_RECORD_BYTES, DE
 def record(
     command: Annotated[
         list[str] | None,
-        typer.Argument(help="The agent and its arguments, after `--`.", metavar="[AGENT...]"),
+        typer.Argument(help="The agent and its arguments, after `--`.", metavar="AGENT"),
     ] = None,
     listen: Annotated[
         str | None,
