@@ -184,3 +184,89 @@ def recorder(upstream_url: str, trace: Path, *extra: str) -> Iterator[Recorder]:
             process.kill()
             process.wait(30)
         process.stderr.close()
+
+
+class _H2Upstream(asyncio.Protocol):
+    """An h2c (prior knowledge) agent endpoint: a POST of a request is answered 200 with a
+    JSON-RPC result (and `acp-connection-id: h1`), a GET with the test SSE stream, one DATA
+    frame per chunk."""
+
+    def __init__(self, up: Upstream) -> None:
+        from h2.config import H2Configuration
+        from h2.connection import H2Connection
+
+        self.up = up
+        self.conn = H2Connection(H2Configuration(client_side=False, header_encoding="utf-8"))
+        self.bodies: dict[int, bytes] = {}
+        self.methods: dict[int, str] = {}
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        self.conn.initiate_connection()
+        transport.write(self.conn.data_to_send())
+
+    def data_received(self, data: bytes) -> None:
+        from h2.events import DataReceived, RequestReceived, StreamEnded
+
+        for event in self.conn.receive_data(data):
+            if isinstance(event, RequestReceived):
+                self.methods[event.stream_id] = dict(event.headers)[":method"]
+                self.bodies[event.stream_id] = b""  # answered at its StreamEnded
+            elif isinstance(event, DataReceived):
+                self.bodies[event.stream_id] += event.data
+                self.conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+            elif isinstance(event, StreamEnded):
+                self._answer(event.stream_id)
+        assert self.transport is not None
+        self.transport.write(self.conn.data_to_send())
+
+    def _answer(self, sid: int) -> None:
+        if self.methods[sid] == "POST":
+            request_id = orjson.loads(self.bodies[sid]).get("id")
+            body = f'{{"jsonrpc":"2.0","id":{request_id},"result":{{"h2":true}}}}'.encode()
+            self.up.sent[f"h2-post-{sid}"] = body
+            headers = [
+                (":status", "200"),
+                ("content-type", "application/json"),
+                ("acp-connection-id", "h1"),
+            ]
+            self.conn.send_headers(sid, headers)
+            self.conn.send_data(sid, body, end_stream=True)
+            return
+        self.conn.send_headers(sid, [(":status", "200"), ("content-type", "text/event-stream")])
+        for chunk in SSE_CHUNKS:
+            self.conn.send_data(sid, chunk)
+        self.conn.end_stream(sid)
+        self.up.sent["h2-sse"] = b"".join(SSE_CHUNKS)
+
+
+@contextmanager
+def h2_upstream() -> Iterator[Upstream]:
+    """An h2c upstream on 127.0.0.1, in a thread until the block ends."""
+    up = Upstream()
+    loop = asyncio.new_event_loop()
+    started = threading.Event()
+    servers: list[asyncio.AbstractServer] = []
+
+    async def start() -> None:
+        server = await loop.create_server(lambda: _H2Upstream(up), "127.0.0.1", 0)
+        servers.append(server)
+        up.port = server.sockets[0].getsockname()[1]
+        started.set()
+
+    thread = threading.Thread(target=lambda: (loop.run_until_complete(start()), loop.run_forever()))
+    thread.start()
+    started.wait(30)
+    try:
+        yield up
+    finally:
+
+        async def stop() -> None:
+            servers[0].close()
+
+        asyncio.run_coroutine_threadsafe(stop(), loop).result(30)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(30)
+        loop.close()

@@ -17,7 +17,7 @@ from typing import Any
 import aiohttp
 import jsonschema
 import pytest
-from remotelib import SSE_CHUNKS, Recorder, recorder, upstream
+from remotelib import SSE_CHUNKS, Recorder, h2_upstream, recorder, upstream
 
 SCHEMA = json.loads(
     resources.files("acp_trace.trace").joinpath("trace-format.schema.json").read_text()
@@ -285,50 +285,45 @@ def test_a_compressed_stream_passes_as_sent_and_is_recorded_decoded(tmp_path: Pa
     assert end["keepalives"] == 2 and "undecoded" not in end
 
 
-def test_h2c_with_prior_knowledge_passes_through_unchanged(tmp_path: Path) -> None:
-    """A connection that opens with the HTTP/2 preface goes to the upstream byte for byte both
-    ways (here an echo), not read by the proxy: its `open` and `end` say it went by, h2c,
-    with its bytes each way."""
-    from acp_trace.remote.sniff import PREFACE
+def test_h2c_is_spoken_on_both_sides_and_recorded(tmp_path: Path) -> None:
+    """A client that speaks HTTP/2 with prior knowledge (h2c) to the agent still does through
+    the proxy: its POST is answered in its body, the SSE stream arrives as sent, and both are
+    recorded as over HTTP/1.1, with `transport: "h2c"`."""
+    import httpx2
 
-    payload = PREFACE + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00" + bytes(range(256)) * 40
+    async def talk(base: str) -> tuple[bytes, bytes, str]:
+        async with httpx2.AsyncClient(http1=False, http2=True) as http:
+            post = await http.post(
+                f"{base}/acp", content=INIT, headers={"Content-Type": "application/json"}
+            )
+            headers = {
+                "Accept": "text/event-stream",
+                "Acp-Connection-Id": "h1",
+                "Acp-Session-Id": "s1",
+            }
+            async with http.stream("GET", f"{base}/acp", headers=headers) as r:
+                sse = b"".join([chunk async for chunk in r.aiter_raw()])
+            return post.content, sse, post.http_version
 
-    async def echo_server() -> tuple[asyncio.AbstractServer, int]:
-        async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            while data := await reader.read(65536):
-                writer.write(data)
-            writer.close()
-
-        server = await asyncio.start_server(echo, "127.0.0.1", 0)
-        return server, server.sockets[0].getsockname()[1]
-
-    async def through(address: str) -> bytes:
-        host, port = address.rsplit(":", 1)
-        reader, writer = await asyncio.open_connection(host, int(port))
-        writer.write(payload[:10])  # the preface in pieces: the proxy waits for all of it
-        await writer.drain()
-        writer.write(payload[10:])
-        writer.write_eof()
-        got = await reader.read()
-        writer.close()
-        return got
-
-    async def run() -> tuple[bytes, list[dict[str, Any]], int]:
-        server, port = await echo_server()
-        with recorder(f"http://127.0.0.1:{port}/acp", tmp_path / "t.jsonl") as rec:
-            got = await through(rec.address)
-            code, _err = await asyncio.to_thread(rec.stop)
-            records = rec.records()
-        server.close()
-        return got, records, code
-
-    got, records, code = asyncio.run(run())
-    assert code == 0 and got == payload
-    opened = [r for r in records if r.get("event") == "open"]
-    assert [(r["transport"], r["channel"]) for r in opened] == [("h2c", "tunnel")]
-    [end] = [r for r in records if r.get("event") == "end"]
-    assert (end["client_bytes"], end["agent_bytes"]) == (len(payload), len(payload))
-    assert end["reason"] == "h2c passed through unrecorded"
+    with (
+        h2_upstream() as up,
+        recorder(f"http://127.0.0.1:{up.port}/acp", tmp_path / "t.jsonl") as rec,
+    ):
+        body, sse, version = asyncio.run(talk(f"http://{rec.address}"))
+        assert rec.stop()[0] == 0
+        records = rec.records()
+    assert version == "HTTP/2"
+    assert body == up.sent["h2-post-1"] and sse == up.sent["h2-sse"] == b"".join(SSE_CHUNKS)
+    messages = [r for r in records if "msg" in r]
+    assert [(r["src"], r["transport"], r["channel"]) for r in messages[:3]] == [
+        ("client", "h2c", "post"),
+        ("agent", "h2c", "post"),
+        ("agent", "h2c", "session"),
+    ]
+    assert messages[1]["acp_connection"] == "h1"
+    assert [r["status"] for r in records if r.get("event") == "status"] == [200, 200]
+    ends = [r for r in records if r.get("event") == "end"]
+    assert [e.get("keepalives") for e in ends] == [None, 2]
 
 
 def test_dir_gets_a_private_trace_per_connection_named_after_the_upstream(tmp_path: Path) -> None:
