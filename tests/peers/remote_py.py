@@ -2,13 +2,13 @@
 with its `http` extra: `acp.http` on Starlette, served by uvicorn 0.55.0; `acp.ws`), for the
 remote recorder's peer tests. Run with the SDK's own interpreter (remotelib installs it).
 
-usage: python remote_py.py server
-         listens on 127.0.0.1 (a free port, printed as `{"port": N}`), /acp for both
+usage: python remote_py.py server [h2c]
+         (h2c: served by hypercorn, HTTP/2 with prior knowledge, else by uvicorn) listens on 127.0.0.1 (a free port, printed as `{"port": N}`), /acp for both
          transports, until SIGTERM. The agent (v2) is remote_ts.mjs's: sessions keep their
          turns; a resume with replayFrom start replays them, sends replay_complete, a
          state_update snapshot, then answers. A prompt `cut` makes the next replay stop after
          its first update by ending the process (a stream cut mid-replay).
-       python remote_py.py client URL http|ws
+       python remote_py.py client URL http|ws|h2c
          initialize, session/new, one prompt turn, a replaying session/resume; one JSON line.
 """
 
@@ -107,14 +107,27 @@ class Agent:
         return schema.ResumeSessionResponse.model_validate({})
 
 
-async def server() -> None:
-    import uvicorn
+async def server(h2c: bool) -> None:
     from acp.http.asgi import create_asgi_app
 
     app = create_asgi_app(AgentProtocolRouter(v2=Agent))
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    print(json.dumps({"port": sock.getsockname()[1]}), flush=True)
+    port = sock.getsockname()[1]
+    if h2c:  # hypercorn speaks HTTP/2 with prior knowledge on a clear-text socket
+        from hypercorn.asyncio import serve
+        from hypercorn.config import Config
+
+        sock.close()
+        config = Config()
+        config.bind = [f"127.0.0.1:{port}"]
+        config.loglevel = "WARNING"
+        print(json.dumps({"port": port}), flush=True)
+        await serve(app, config)  # type: ignore[arg-type]
+        return
+    import uvicorn
+
+    print(json.dumps({"port": port}), flush=True)
     config = uvicorn.Config(app, log_level="warning", lifespan="on", ws="websockets-sansio")
     await uvicorn.Server(config).serve(sockets=[sock])
 
@@ -138,6 +151,12 @@ async def client(url: str, transport: str) -> None:
         from acp.ws import create_websocket_stream
 
         stream = await create_websocket_stream(url)
+    elif transport == "h2c":  # HTTP/2 with prior knowledge, as Java's client tries first
+        import httpx2
+        from acp.http import create_http_stream
+
+        client = httpx2.AsyncClient(http1=False, http2=True, timeout=httpx2.Timeout(None))
+        stream = create_http_stream(url, client=client)
     else:
         from acp.http import create_http_stream
 
@@ -180,6 +199,6 @@ async def client(url: str, transport: str) -> None:
 
 if __name__ == "__main__":
     if sys.argv[1] == "server":
-        asyncio.run(server())
+        asyncio.run(server(sys.argv[2:] == ["h2c"]))
     else:
         asyncio.run(client(sys.argv[2], sys.argv[3]))

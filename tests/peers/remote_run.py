@@ -5,7 +5,8 @@ OUT/NAME.jsonl`), one client through it, and a SIGTERM to the recorder. Prints o
 per scenario the client's summary, its exit code and the recorder's.
 
 usage: python remote_run.py OUT NODE NODE_MODULES SDK_PYTHON SCENARIO...
-       a SCENARIO is SERVER-CLIENT-TRANSPORT[-cut] (ts or py; http or ws), e.g. ts-ts-http;
+       a SCENARIO is SERVER-CLIENT-TRANSPORT[-cut] (ts, py or pyh2: the Python app on hypercorn;
+       http, ws or h2c), e.g. ts-ts-http;
        the client `drive` is `acp-trace drive` playing tests/data/remote/ts-http.jsonl's
        client side through `acp-trace bridge URL` (its own trace: OUT/NAME-drive.jsonl); the
        client `bad` sends session/new before initialize through the bridge;
@@ -34,7 +35,12 @@ def start_server(
     argv = (
         [node, str(HERE / "remote_ts.mjs"), "server", modules]
         if kind == "ts"
-        else [sdk_python, str(HERE / "remote_py.py"), "server"]
+        else [
+            sdk_python,
+            str(HERE / "remote_py.py"),
+            "server",
+            *(["h2c"] if kind == "pyh2" else []),
+        ]
     )
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     assert process.stdout is not None

@@ -2,8 +2,9 @@
 server (experimental/server, experimental/node) and clients (experimental/http-client,
 experimental/ws-client), the Python SDK 1.0.0rc3's (acp.http, acp.ws), over Streamable HTTP
 and WebSocket, each doing initialize, session/new, a prompt turn and a replaying
-session/resume through `acp-trace record --listen`; the traces analyzed. One run of
-remote_run.py in a loopback-only network namespace with a private HOME serves the module."""
+session/resume through `acp-trace record --listen` (the Python SDK over h2c too); the traces
+analyzed. One run of remote_run.py in a loopback-only network namespace with a private HOME
+serves the module."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ import acp_trace
 pytestmark = pytest.mark.peers
 HERE = Path(__file__).resolve().parent
 WHOLE = ["ts-ts-http", "ts-ts-ws", "py-py-http", "py-py-ws", "py-ts-http", "ts-py-ws"]
+WHOLE += ["pyh2-py-h2c"]  # the Python SDK over HTTP/2 without TLS (its app on hypercorn)
 DRIVE = ["ts-drive-ws", "py-drive-http"]  # acp-trace drive through acp-trace bridge
 BAD = ["ts-bad-ws"]  # session/new before initialize: the TypeScript server closes with 1002
 CUT = ["ts-ts-http-cut", "ts-ts-ws-cut", "py-py-ws-cut"]  # the last ends the Python server
