@@ -59,6 +59,7 @@ class ChildRun:
     out: dict[str, Any]
     wall: float
     maxrss_mb: float
+    cpu: float = 0.0  # its user + system time, seconds
 
 
 def run_child(argv: list[str], env: dict[str, str] | None = None) -> ChildRun:
@@ -82,7 +83,9 @@ def run_child(argv: list[str], env: dict[str, str] | None = None) -> ChildRun:
             err.seek(0)
             tail = err.read().decode(errors="replace")[-3000:]
             raise RuntimeError(f"{' '.join(argv)} failed ({proc.returncode}):\n{tail}")
-    return ChildRun(json.loads(out.decode().strip().splitlines()[-1]), wall, usage.ru_maxrss / 1024)
+    cpu = usage.ru_utime + usage.ru_stime
+    last = json.loads(out.decode().strip().splitlines()[-1])
+    return ChildRun(last, wall, usage.ru_maxrss / 1024, cpu)
 
 
 def machine() -> dict[str, Any]:

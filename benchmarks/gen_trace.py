@@ -9,6 +9,13 @@ before the marker) so the replays table and the findings are not trivial.
 
     python benchmarks/gen_trace.py --mb 100 --out /tmp/acp-bench            # one file
     python benchmarks/gen_trace.py --mb 100 --files 10000 --history 20 ...  # many small files
+    python benchmarks/gen_trace.py --codex-like --mb 150 --out /tmp/acp-bench  # one huge replay
+
+`--codex-like` writes one v1 `session/load` of codex-acp instead, its replay about `--mb`
+megabytes: a long coding session's turns (the user's prompt, the agent's reasoning, commands
+run and edits made, with what they returned: runs of real source files, a few KiB to a few
+MiB, now and then one over 4 MB), then the response; the shape of the 154 MB codex sessions
+that grow an editor to 32 GB (issue 42).
 
 Prints a JSON summary: the paths, bytes, lines and the expected outcome of every replay.
 """
@@ -74,7 +81,13 @@ FAULTS = ((84, "complete"), (90, "unmarked"), (94, "truncated"), (97, "rejected"
 class Writer:
     """Numbers records (seq, t_ns, ids) and writes them to one trace file."""
 
-    def __init__(self, path: Path, rng: random.Random) -> None:
+    def __init__(
+        self,
+        path: Path,
+        rng: random.Random,
+        protocol: int = 2,
+        info: dict[str, str] | None = None,
+    ) -> None:
         self.handle = path.open("wb")
         self.rng = rng
         self.seq = 0
@@ -82,16 +95,30 @@ class Writer:
         self.next_id = 0
         self.lines = 0
         self.handle.write(orjson.dumps(HEADER) + b"\n")
-        rid = self.request("initialize", {"protocolVersion": 2, "info": {"name": "bench-ed"}})
-        info = {"name": "bench-agent", "version": "9.9.9"}
-        self.send(
-            "agent", {"jsonrpc": "2.0", "id": rid, "result": {"protocolVersion": 2, "info": info}}
+        v2 = protocol >= 2  # v1 names them clientInfo and agentInfo, with a version
+        client = {"name": "bench-ed"} if v2 else {"name": "bench-ed", "version": "1.0.0"}
+        rid = self.request(
+            "initialize", {"protocolVersion": protocol, "info" if v2 else "clientInfo": client}
         )
+        key = "info" if v2 else "agentInfo"
+        result = {
+            "protocolVersion": protocol,
+            key: info or {"name": "bench-agent", "version": "9.9.9"},
+        }
+        self.send("agent", {"jsonrpc": "2.0", "id": rid, "result": result})
 
     def send(self, src: str, msg: dict[str, Any], dt_us: int = 40) -> None:
         self.seq += 1
         self.t_ns += self.rng.randint(1, 2 * dt_us) * 1000
         record = {"seq": self.seq, "t_ns": self.t_ns, "src": src, "msg": msg}
+        self.handle.write(orjson.dumps(record) + b"\n")
+        self.lines += 1
+
+    def tap(self, event: dict[str, Any]) -> None:
+        """A record of the tap itself (`eof`, `exit`)."""
+        self.seq += 1
+        self.t_ns += 1000
+        record = {"seq": self.seq, "t_ns": self.t_ns, "src": "tap", **event}
         self.handle.write(orjson.dumps(record) + b"\n")
         self.lines += 1
 
@@ -245,6 +272,83 @@ def prompt_turn(w: Writer, sid: str, turn: int) -> None:
     w.update(sid, {"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"})
 
 
+CODEX_SID = "0198c0de-0000-7000-8000-0000000c0de5"
+CODEX_INFO = {"name": "codex-acp", "title": "Codex", "version": "0.16.0"}
+# lines of real source a command's output holds: mostly small, some large
+OUTPUT_LINES = (5, 20, 60, 200, 600, 1500, 6000)
+HUGE_OUTPUT = 5_000_000  # bytes of one output now and then: past the 4 MB limit, under 16 MiB
+
+
+def codex_like(out: Path, mb: float, seed: int) -> dict[str, Any]:
+    """One v1 `session/load` of codex-acp whose replay is about `mb` megabytes (see the
+    module's docstring), answered after its replay, then one prompt turn."""
+    from replay_history import Code
+
+    rng = random.Random(seed)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "codex-like.jsonl"
+    w = Writer(path, rng, protocol=1, info=CODEX_INFO)
+    params = {"sessionId": CODEX_SID, "cwd": "/home/dev/project", "mcpServers": []}
+    rid = w.request("session/load", params)
+    w.t_ns += 2_500_000_000  # the agent reads its rollout file before the first update
+    budget, code, turn, call = int(mb * 1_000_000), Code(), 0, 0
+    while w.handle.tell() < budget:
+        turn += 1
+        call = codex_turn(w, rng, code, turn, call)
+    w.send("agent", {"jsonrpc": "2.0", "id": rid, "result": {"modes": None}}, 3000)
+    rid = w.request("session/prompt", {"sessionId": CODEX_SID, "prompt": [_text(rng, 5, 40)]})
+    for _ in range(rng.randint(10, 40)):
+        chunk = {"sessionUpdate": "agent_message_chunk", "content": _text(rng, 1, 8)}
+        w.update(CODEX_SID, chunk)
+    w.send("agent", {"jsonrpc": "2.0", "id": rid, "result": {"stopReason": "end_turn"}}, 300)
+    for event in ({"event": "eof", "stream": "agent"}, {"event": "exit", "code": 0}):
+        w.tap(event)
+    size = w.close()
+    return {"path": str(path), "files": 1, "bytes": size, "lines": w.lines + 1, "turns": turn}
+
+
+def codex_turn(w: Writer, rng: random.Random, code: Any, turn: int, call: int) -> int:
+    """One replayed turn of a codex session: the prompt, reasoning, commands run and edits
+    made with their output, the answer. Returns the last tool call's number."""
+    chunk = {"type": "text", "text": text(rng, 10, 120)}
+    w.update(CODEX_SID, {"sessionUpdate": "user_message_chunk", "content": chunk})
+    for _ in range(rng.randint(1, 6)):
+        call += 1
+        thought = {"type": "text", "text": text(rng, 20, 200)}
+        w.update(CODEX_SID, {"sessionUpdate": "agent_thought_chunk", "content": thought})
+        output = _output(rng, code)
+        tool = f"call_{call:08d}"
+        kind = rng.choice(("execute", "execute", "read", "edit"))
+        path = f"src/module_{rng.randrange(97)}.py"
+        argv = ["bash", "-lc", f"pytest -q {path}" if kind == "execute" else f"cat {path}"]
+        start = {"sessionUpdate": "tool_call", "toolCallId": tool, "kind": kind}
+        start.update(title=" ".join(argv[2:]), status="in_progress", rawInput={"command": argv})
+        w.update(CODEX_SID, start)
+        if kind == "edit":
+            new = output.replace(" = ", " := ", 3)
+            content = [{"type": "diff", "path": path, "oldText": output, "newText": new}]
+        else:
+            content = [{"type": "content", "content": {"type": "text", "text": output}}]
+        done = {"sessionUpdate": "tool_call_update", "toolCallId": tool, "status": "completed"}
+        done.update(content=content, rawOutput={"exit_code": 0, "duration_ms": 812})
+        w.update(CODEX_SID, done, 40 + len(output) // 20)
+    answer = {"type": "text", "text": text(rng, 20, 300)}
+    w.update(CODEX_SID, {"sessionUpdate": "agent_message_chunk", "content": answer})
+    return call
+
+
+def _output(rng: random.Random, code: Any) -> str:
+    """What a command returned: a run of real source lines, now and then about 5 MB."""
+    if rng.randrange(300) == 0:
+        parts: list[str] = []
+        size = 0
+        while size < HUGE_OUTPUT:
+            parts.append(code.take(rng, 2000))
+            size += len(parts[-1])
+        return "".join(parts)
+    return str(code.take(rng, rng.choice(OUTPUT_LINES)))
+
+
 def generate(
     out: Path, mb: float, files: int, history: int, prompts: int, seed: int, resumes: int = 1
 ) -> dict[str, Any]:
@@ -297,10 +401,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--resumes", type=int, default=1, help="replaying resumes of each session (default 1)"
     )
-    args = parser.parse_args(argv)
-    summary = generate(
-        args.out, args.mb, args.files, args.history, args.prompts, args.seed, args.resumes
+    parser.add_argument(
+        "--codex-like",
+        action="store_true",
+        help="one codex-acp session/load whose replay is about --mb MB (large tool outputs)",
     )
+    args = parser.parse_args(argv)
+    if args.codex_like:
+        summary = codex_like(args.out, args.mb, args.seed)
+    else:
+        summary = generate(
+            args.out, args.mb, args.files, args.history, args.prompts, args.seed, args.resumes
+        )
     json.dump(summary, sys.stdout)
     sys.stdout.write("\n")
     return 0

@@ -141,3 +141,19 @@ def test_remote_benchmark_runs(tmp_path: Path) -> None:
     assert "== remote recorder" in stdout
     assert "1024 B: added per round trip (2 messages)" in names
     assert "1024 B: SSE MB/s, proxy / direct" in names
+
+
+def test_weight_benchmark_runs(tmp_path: Path) -> None:
+    """bench_weight.py generates a small codex-like trace, runs replays, check and report on
+    it in this tree and a baseline (here the same tree), and prints each ratio and the weight
+    pass alone."""
+    out = tmp_path / "figures.json"
+    src = str(BENCH.parent / "src")
+    args = ["--mb", "0.3", "--reps", "1", "--small-reps", "1", "--baseline", src]
+    run("bench_weight.py", *args, "--work", str(tmp_path), "--json", str(out))
+    names = [f["name"] for f in json.loads(out.read_text())["figures"]]
+    for command in ("replays", "check", "report"):
+        assert f"codex-like 0.3 MB: {command} time / baseline" in names
+        assert f"codex-like 0.3 MB: {command} memory / baseline" in names
+    assert "codex-like 0.3 MB: weight pass alone" in names
+    assert (tmp_path / "codex-like" / "codex-like.jsonl").is_file()

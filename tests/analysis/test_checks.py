@@ -1010,6 +1010,35 @@ def replay_extra_without_new() -> TraceBuilder:
     return b
 
 
+def _weighed_resume(before: Callable[[TraceBuilder], None]) -> TraceBuilder:
+    """A marked, answered replay whose updates `before` writes (rules.md "Replay weight")."""
+    b = TraceBuilder()
+    rid = b.resume("s")
+    before(b)
+    b.marker("s")
+    b.state("s")
+    b.response(rid, {})
+    return b
+
+
+def line_over_a_client_limit() -> TraceBuilder:
+    return _weighed_resume(lambda b: b.update("s", "plan", entries=[{"content": "x" * 70_000}]))
+
+
+def silence_past_a_deadline() -> TraceBuilder:
+    return _weighed_resume(
+        lambda b: b.update("s", "user_message", dt=2_500, messageId="u", content=[])
+    )
+
+
+def replay_outlasts_the_quiet_window() -> TraceBuilder:
+    def paused(b: TraceBuilder) -> None:
+        b.update("s", "user_message", messageId="u", content=[])
+        b.update("s", "agent_message", dt=300, messageId="a", content=[])
+
+    return _weighed_resume(paused)
+
+
 CASES: list[tuple[Callable[[], TraceBuilder], dict[str, str]]] = [
     (correct_v2_with_children, {}),
     (correct_v1_load, {}),
@@ -1105,6 +1134,9 @@ CASES: list[tuple[Callable[[], TraceBuilder], dict[str, str]]] = [
     (replay_missing_turn, {"replay-missing-messages": "info"}),
     (replay_extra_message, {"replay-extra-messages": "info"}),
     (replay_extra_without_new, {}),
+    (line_over_a_client_limit, {"frame-over-client-limit": "warning"}),
+    (silence_past_a_deadline, {"silence-past-client-deadline": "info"}),
+    (replay_outlasts_the_quiet_window, {"replay-outlasts-quiet-window": "info"}),
 ]
 
 

@@ -139,8 +139,14 @@ def test_the_early_column_check_knows_every_column(trace: Path) -> None:
     phase pass's columns: they are exactly the columns of an analyzed replays table."""
     from acp_trace.analysis import analyze
     from acp_trace.analysis.replay_fidelity import FIDELITY_SCHEMA
+    from acp_trace.analysis.replay_weight import WEIGHT_SCHEMA
     from acp_trace.analysis.replays import REPLAY_SCHEMA
 
     real = analyze([trace]).replays.columns
-    assert real == [*REPLAY_SCHEMA, *FIDELITY_SCHEMA, *cli_analysis.GAP_PHASE_COLUMNS]
+    assert real == [
+        *REPLAY_SCHEMA,
+        *FIDELITY_SCHEMA,
+        *WEIGHT_SCHEMA,
+        *cli_analysis.GAP_PHASE_COLUMNS,
+    ]
     assert cli_analysis.replay_columns_asked(",".join(real)) == real

@@ -110,11 +110,13 @@ def test_report_is_private_charts_included(cli: Cli, trace: Path, open_umask: No
     result = cli("report", "t.jsonl", "-o", "out")
     out = trace.parent / "out"
     assert result.code == 0
-    assert result.out == "wrote out/report.md, out/report.html, out/replays.csv and 3 charts\n"
+    assert result.out == "wrote out/report.md, out/report.html, out/replays.csv and 4 charts\n"
     assert _mode(out) == 0o700
     assert _mode(out / "report.md") == _mode(out / "report.html") == 0o600
     assert _mode(out / "replays.csv") == 0o600
-    assert {_mode(out / name) for name in ("gap.png", "replay.png", "latency.png")} == {0o600}
+    assert {
+        _mode(out / name) for name in ("gap.png", "replay.png", "weight.png", "latency.png")
+    } == {0o600}
     again = cli("report", "t.jsonl", "-o", "out")  # re-running into the same folder works
     assert again.code == 0 and sorted(os.listdir(out)) == sorted(
         [
@@ -122,6 +124,7 @@ def test_report_is_private_charts_included(cli: Cli, trace: Path, open_umask: No
             "latency.png",
             "replay.png",
             "replays.csv",
+            "weight.png",
             "report.html",
             "report.md",
             MANIFEST,

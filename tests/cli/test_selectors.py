@@ -64,7 +64,8 @@ def test_replay_selectors_belong_to_the_replay_chart(cli: Cli, trace: Path) -> N
     result = cli("plot", "t.jsonl", "--kind", "gap", "-o", "g.png", "--session", "sess_1")
     assert result.code == 2
     assert result.err == (
-        "acp-trace: --session, --request and --trace choose a replay: use --kind replay, not gap\n"
+        "acp-trace: --session, --request and --trace choose a replay: use --kind replay or weight, "
+        "not gap\n"
     )
 
 
@@ -88,7 +89,7 @@ def test_a_long_list_of_choices_is_cut(cli: Cli, tmp_path: Path) -> None:
     assert result.err.endswith("s00, s01, s02, s03, s04, s05, s06, s07, s08, s09 and 4 more)\n")
 
 
-@pytest.mark.parametrize("kind", ["gap", "replay", "latency"])
+@pytest.mark.parametrize("kind", ["gap", "replay", "weight", "latency"])
 def test_a_chart_of_traces_without_timestamps_says_no_timestamps(
     cli: Cli, trace: Path, kind: str
 ) -> None:

@@ -92,6 +92,8 @@ def test_unknown_columns_are_refused_with_the_names(cli: Cli, tmp_path: Path) ->
         "gap_ms, gap_source, history_updates, history_bytes, live_updates, source, "
         "source_complete, source_messages, replay_missing, replay_extra, replay_duplicated, "
         "replay_id_changed, replay_reordered, replay_truncated, replay_truncated_bytes, "
+        "bytes_by_kind, largest_update_bytes, largest_update_kind, largest_update_seq, "
+        "children_bytes, longest_silence_ms, quiet_end_ms, updates_after_quiet_end, "
         "stderr_lines_in_gap, last_stderr_in_gap"
     )
 

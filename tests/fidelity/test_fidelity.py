@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import acp_trace
-from acp_trace.fidelity.match import _longest_increasing
+from acp_trace.fidelity.match import longest_increasing
 from tracebuilder import TraceBuilder
 
 S = "sess-1"
@@ -357,10 +357,10 @@ def test_ids_beyond_64_bits_stay_distinct(tmp_path: Path) -> None:
 
 def test_longest_increasing_run() -> None:
     """The longest run in order, found in n log n: what is outside it was reordered."""
-    assert _longest_increasing([0, 2, 1, 3]) in ({0, 1, 3}, {0, 2, 3})
-    assert _longest_increasing([]) == set()
-    assert _longest_increasing([3, 2, 1]) in ({3}, {2}, {1})
-    assert len(_longest_increasing(list(range(1000)))) == 1000
+    assert longest_increasing([0, 2, 1, 3]) in ({0, 1, 3}, {0, 2, 3})
+    assert longest_increasing([]) == set()
+    assert longest_increasing([3, 2, 1]) in ({3}, {2}, {1})
+    assert len(longest_increasing(list(range(1000)))) == 1000
 
 
 def test_a_new_replay_against_a_recorded_one(tmp_path: Path) -> None:

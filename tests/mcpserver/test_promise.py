@@ -278,7 +278,9 @@ def test_nothing_is_written_under_home_or_tmp(tmp_path: Path) -> None:
         env["PYTHONPATH"] = os.environ["PYTHONPATH"]
 
     async def script(s: ClientSession) -> Any:
-        charts = [await s.call_tool("plot", {"kind": k}) for k in ("gap", "replay", "latency")]
+        charts = [
+            await s.call_tool("plot", {"kind": k}) for k in ("gap", "replay", "weight", "latency")
+        ]
         return [*charts, await s.call_tool("summary", {})]
 
     results = serve(tmp_path, [str(SAMPLES)], script, env=env)

@@ -205,7 +205,9 @@ def test_a_folder_with_a_stray_file_and_nothing_written(tmp_path: Path) -> None:
     before = state()
 
     async def script(s: ClientSession) -> Any:
-        charts = [await s.call_tool("plot", {"kind": k}) for k in ("gap", "replay", "latency")]
+        charts = [
+            await s.call_tool("plot", {"kind": k}) for k in ("gap", "replay", "weight", "latency")
+        ]
         return charts, [
             await s.call_tool("list_traces", {}),
             await s.call_tool("replays", {}),
@@ -235,7 +237,7 @@ BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
     ("timeline", {"session": "nope"}, "session nope: no such session"),
     ("diff", {"base": ["*.nothing"], "new": [CLAUDE]}, "base *.nothing: no such trace"),
     ("diff", {"new": [CLAUDE]}, "diff: base: Field required"),
-    ("plot", {"kind": "gap", "session": "x"}, "use kind replay, not gap"),
+    ("plot", {"kind": "gap", "session": "x"}, "use kind replay or weight, not gap"),
     ("plot", {"kind": "pie"}, "plot: kind: "),
     ("list_traces", {"cursor": "garbage!"}, "cursor: not a cursor this server gave"),
     ("no_such_tool", {}, "unknown tool no_such_tool; expected one of: list_traces"),

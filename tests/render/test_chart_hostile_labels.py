@@ -38,7 +38,7 @@ def test_the_replay_chart_of_a_hostile_trace_is_drawn(tmp_path: Path) -> None:
     finite phases and leaves the endless one out (no NaN placement: warnings are errors)."""
     a = analyze(hostile_phases(tmp_path / "h.jsonl"))
     files = write_report(a, tmp_path / "r")
-    assert files.failed == {} and len(files.charts) == 3
+    assert files.failed == {} and len(files.charts) == 4
     fig = plots.replay(a)
     lane = [t.get_text() for t in fig.axes[0].get_yticklabels()][-1]
     assert lane == "agent stderr\n(3 lines, 2 phases)"

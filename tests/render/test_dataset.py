@@ -27,13 +27,13 @@ def dataset(tmp_path: Path) -> Path:
 
 
 def test_layout_is_hive_partitioned_and_private(dataset: Path) -> None:
-    """DIR/<table>/agent_key=<slug~hash>/day=<day>/<trace_id>-v3.parquet, the bookkeeping
+    """DIR/<table>/agent_key=<slug~hash>/day=<day>/<trace_id>-v4.parquet, the bookkeeping
     under _traces/, 0600 and 0700."""
     parts = sorted(dataset.rglob("*.parquet"))
     rel = {p.relative_to(dataset).parts[0] for p in parts}
     assert rel == {"records", "replays", "findings", "turns"}
     layout = re.compile(
-        r"^(records|replays|findings|turns)/agent_key=[A-Za-z0-9-]+~[0-9a-f]{12}/day=(\d{4}-\d\d-\d\d|__HIVE_DEFAULT_PARTITION__)/[0-9a-f]{32}-v3\.parquet$"
+        r"^(records|replays|findings|turns)/agent_key=[A-Za-z0-9-]+~[0-9a-f]{12}/day=(\d{4}-\d\d-\d\d|__HIVE_DEFAULT_PARTITION__)/[0-9a-f]{32}-v4\.parquet$"
     )
     for p in parts:
         assert layout.match(p.relative_to(dataset).as_posix()), p

@@ -118,8 +118,8 @@ def sections(md: str) -> list[str]:
     return [line for line in md.splitlines() if line.startswith("#")]
 
 
-def test_report_writes_markdown_html_csv_and_three_charts(tmp_path: Path) -> None:
-    """report.md names gap.png, replay.png and latency.png beside it in lines that say to drag
+def test_report_writes_markdown_html_csv_and_four_charts(tmp_path: Path) -> None:
+    """report.md names gap.png, replay.png, weight.png and latency.png beside it in lines that say to drag
     them into the issue (no relative image link, which an issue cannot show); report.html
     embeds the same PNG bytes and loads nothing from outside; replays.csv has every replay;
     every file is private, the charts too."""
@@ -162,6 +162,10 @@ def test_report_puts_the_key_facts_first_and_the_replay_table_last(tmp_path: Pat
         "## Findings by rule",
         "## Is the replay the session?",
         "## Slowest replay",
+        "## What a client would have suffered",
+        "### The heaviest replays and their largest lines",
+        "### The longest silences",
+        "### What a quiet-window client would have taken for live",
         "## Latency",
         "## Recordings that lack lines",  # the test traces end without the tap's exit event
         "## Command",

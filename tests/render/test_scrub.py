@@ -75,8 +75,10 @@ def test_exports_hold_no_credential(tmp_path: Path, fmt: str) -> None:
         if fmt == "parquet":
             import polars as pl
 
+            from acp_trace.render.export import csv_text
+
             data = b"".join(
-                pl.read_parquet(p).write_csv().encode() for p in sorted(out.glob("*.parquet"))
+                csv_text(pl.read_parquet(p)).encode() for p in sorted(out.glob("*.parquet"))
             )
         assert (GITHUB.encode() in data) is kept or fmt in ("perfetto", "otlp")
         if not kept:
@@ -130,7 +132,7 @@ def hostile_trace(path: Path) -> Path:
 def test_charts_of_a_hostile_trace_are_drawn_and_capped(tmp_path: Path) -> None:
     """Every chart is drawn; no text it holds is longer than the caps or wider than it."""
     files = write_report(analyze(hostile_trace(tmp_path / "h.jsonl")), tmp_path / "r")
-    assert not files.failed and len(files.charts) == 3
+    assert not files.failed and len(files.charts) == 4
     for chart in files.charts:
         with PILImage.open(chart) as image:
             assert image.size == (1200, 675)
@@ -170,7 +172,7 @@ def test_a_chart_that_fails_does_not_take_the_report_down(
     assert files.failed == {
         "gap.png": "RuntimeError: In FT2Font: Could not render glyph (error code 0x62: raster overflow)"
     }
-    assert not (out / "gap.png").exists() and len(files.charts) == 2
+    assert not (out / "gap.png").exists() and len(files.charts) == 3
     md, html = files.markdown.read_text(), files.html.read_text()
     assert "(gap.png) could not be drawn: RuntimeError: In FT2Font" in md
     assert "could not be drawn" in html and "replay.png" in md

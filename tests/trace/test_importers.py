@@ -489,6 +489,22 @@ def test_inspector_frames_without_time_and_missing_frames(tmp_path: Path) -> Non
     assert lines[2]["message"] == "unsupported encoding 'base64'"
 
 
+def test_inspector_connection_with_a_lone_surrogate(tmp_path: Path) -> None:
+    """A connection named with half an emoji (`"\\ud83d"`, no UTF-8) names its trace with the
+    escape, and the capture is read (hypothesis found it crashing the reader)."""
+    head = {"type": "header", "format": "acp-inspector-trace", "version": 1}
+    frames = [
+        {"connection": c, "direction": "client -> agent", "encoding": "utf8",
+         "frame": json.dumps(_req("initialize", 1))}
+        for c in ("ws-1", "ws-\ud83d")
+    ]  # fmt: skip
+    path = tmp_path / "bridge.jsonl"
+    # json.dumps writes the lone surrogate as its escape, as a JavaScript exporter would
+    path.write_text("".join(json.dumps(v) + "\n" for v in (head, *frames)))
+    records = read_trace(path)
+    assert f"{path}#ws-\\ud83d" in records["trace"].to_list()
+
+
 def test_inspector_other_version_is_refused(tmp_path: Path) -> None:
     """An export of another schema version is refused rather than read wrongly."""
     path = tmp_path / "v2.jsonl"

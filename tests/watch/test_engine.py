@@ -222,3 +222,37 @@ def test_a_verdict_that_takes_longer_than_the_hold_does_not_hold_the_next_replay
     assert [e["event"] for e in engine.step()] == ["replay_started"]
     clock.now += 200.0
     assert "response" in [e["event"] for e in engine.step()]
+
+
+def test_weight_findings_wait_for_their_window_and_come_once(tmp_path: Path) -> None:
+    """A silence past a deadline is said once the replay is answered (it grows till then), at
+    the deadline check names; lines over a limit once per side and limit, however many come."""
+    b = TraceBuilder()
+    rid = b.resume("s1")
+    big = {"toolCallId": "t", "rawOutput": "x" * 70_000}
+    b.update("s1", "tool_call_update", **big)
+    b.update("s1", "user_message", dt=3_000, messageId="u", content=[])
+    b.marker("s1")
+    b.state("s1")
+    head = len(b.lines)
+    b.update("s1", "tool_call_update", dt=6_000, **big)  # silent 6 s, then a second big line
+    b.response(rid, {})
+    b.event("exit", code=0, signal=None)
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b"")
+    clock = Clock()
+    engine = Engine([str(path)], clock=clock)
+    _grow(path, b.lines[:head])
+    first = _run(engine, clock)
+    rules = [e["rule"] for e in first if e["event"] == "finding"]
+    assert "silence-past-client-deadline" not in rules  # 3 s so far: not yet decided
+    assert rules.count("frame-over-client-limit") == 1
+    _grow(path, b.lines[head:])
+    rest = _run(engine, clock)
+    said = [e for e in first + rest if e["event"] == "finding"]
+    whole = analyze(path).findings()
+    weight = ("silence-past-client-deadline", "frame-over-client-limit")
+    expected = sorted(r for r in whole.select("rule", "seq").rows() if r[0] in weight)
+    assert sorted((e["rule"], e["seq"]) for e in said if e["rule"] in weight) == expected
+    (silence,) = [e for e in said if e["rule"] == "silence-past-client-deadline"]
+    assert "every 5 s" in silence["message"]  # 6 s: check's deadline, not the 2 s of 3 s

@@ -12,6 +12,7 @@ import polars as pl
 
 from acp_trace.analysis import checks, latency, phases
 from acp_trace.analysis.replay_fidelity import fidelity_columns, linked_sessions, replay_fidelity
+from acp_trace.analysis.replay_weight import replay_weights, weight_columns
 from acp_trace.analysis.replays import Facts, collect, replays_table
 from acp_trace.analysis.timeline import timeline as build_timeline
 from acp_trace.analysis.timeline import untimed_traces
@@ -19,6 +20,8 @@ from acp_trace.analysis.vendor_events import registry
 from acp_trace.errors import UsageError
 from acp_trace.fidelity import ReplayFidelity
 from acp_trace.trace.reader import headers, read_trace, skipped_inputs
+from acp_trace.weight import DEFAULT, ReplayWeight, WeightOptions
+from acp_trace.weight.lines import line_rows
 
 Paths = str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
 
@@ -34,6 +37,8 @@ class Analysis:
     # the fidelity pass (False: its fields null and its rules silent: `watch`, whose folded
     # records hold neither a replay's whole source nor, while it runs, the replay itself)
     judge_fidelity: bool = True
+    # the client limits, deadlines and quiet window the weight pass compares with
+    weight: WeightOptions = DEFAULT
     # the checks' context per `schema` setting, kept: the schema pass runs once per Analysis
     _contexts: dict[bool, checks.Context] = field(
         default_factory=dict, init=False, repr=False, compare=False
@@ -55,6 +60,7 @@ class Analysis:
         table = replays_table(self.timeline, self.facts)
         fields = fidelity_columns(self.fidelity, table.height)
         table = table.hstack(fields.get_columns())
+        table = table.hstack(weight_columns(self.weights).get_columns())
         return table.hstack(phases.stderr_in_gaps(self.timeline, self.facts).get_columns())
 
     def _fidelity(self) -> list[ReplayFidelity]:
@@ -74,6 +80,18 @@ class Analysis:
             self.headers,
             per_trace=self.per_trace_sources,
         )
+
+    @cached_property
+    def weights(self) -> list[ReplayWeight]:
+        """What each replay row weighs and what a client would have suffered (rules.md
+        "Replay weight, client limits and deadlines"), in the order of the replays table."""
+        return replay_weights(self.timeline, self.facts, self.weight, self.weight_lines)
+
+    @cached_property
+    def weight_lines(self) -> pl.DataFrame:
+        """Each client and agent line's length, session and kind (`weight.lines.line_rows`):
+        read once for the weight fields and rules."""
+        return line_rows(self.timeline)
 
     def linked_sessions(self) -> pl.DataFrame:
         """Per trace, the sessions a source search links across traces (`trace`, `session`)."""
@@ -125,7 +143,15 @@ class Analysis:
         ctx = self._contexts.get(schema)
         if ctx is None:
             ctx = checks.Context(
-                self.timeline, self.facts, self.turn_facts, self.headers, schema, self._fidelity
+                self.timeline,
+                self.facts,
+                self.turn_facts,
+                self.headers,
+                schema,
+                self._fidelity,
+                weight=self.weight,
+                weights_of=lambda: self.weights,
+                lines_of=lambda: self.weight_lines,
             )
             self._contexts[schema] = ctx
         return checks.run_checks(ctx, rules, min_severity)
@@ -160,15 +186,18 @@ def analyze(
     fmt: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     workers: int | None = 1,
+    weight: WeightOptions | None = None,
 ) -> Analysis:
     """Read traces (or take a records DataFrame) and return their lazy Analysis. `workers`
     reads in that many processes (None: one per core when the input is large enough to gain
-    from it; see `read_trace`): the result is the same."""
+    from it; see `read_trace`): the result is the same. `weight`: the client limits,
+    deadlines and quiet window the weight pass compares with (`weight.weight_options`)."""
     registry(marker_meta)  # options are checked before the input is read
+    options = DEFAULT if weight is None else weight
     if isinstance(paths, pl.DataFrame):
-        return Analysis(paths, marker_meta=marker_meta)
+        return Analysis(paths, marker_meta=marker_meta, weight=options)
     records = read_trace(paths, fmt=fmt, progress=progress, workers=workers)
-    return Analysis(records, marker_meta=marker_meta)
+    return Analysis(records, marker_meta=marker_meta, weight=options)
 
 
 def replays_of(

@@ -35,10 +35,12 @@ def replay_fidelity(
     headers: dict[str, dict[str, Any]],
     *,
     per_trace: bool = False,
+    native: bool = True,
 ) -> list[ReplayFidelity]:
     """One `ReplayFidelity` per row of the replays table, in its order. Sources are looked for
     over every trace (rules.md), or, with `per_trace`, in the replay's own trace only (a row
-    that depends on its trace alone: the dataset's exactly-once rows)."""
+    that depends on its trace alone: the dataset's exactly-once rows). `native=False`: every
+    replay through the Python path (the reference the native path is tested against)."""
     order = recording_order(headers, tl)
     agents = agent_names(tl)
     spans = list(_replay_spans(facts, order, agents))
@@ -47,7 +49,7 @@ def replay_fidelity(
     rows = [s.req_row for s in spans] + [t.req_row for t in turn_spans]
     seq_of = values_at(tl["seq"], iter(rows))
     if not per_trace:
-        return compare(tl, spans, turn_spans, made, seq_of)
+        return compare(tl, spans, turn_spans, made, seq_of, native=native)
     out: dict[int, ReplayFidelity] = {}
     for trace in order:
         mine = [i for i, s in enumerate(spans) if s.trace == trace]
@@ -55,7 +57,7 @@ def replay_fidelity(
             continue
         alone = [t for t in turn_spans if t.trace == trace]
         news = [n for n in made if n.order == order[trace]]
-        found = compare(tl, [spans[i] for i in mine], alone, news, seq_of)
+        found = compare(tl, [spans[i] for i in mine], alone, news, seq_of, native=native)
         out.update(zip(mine, found, strict=True))
     return [out[i] for i in range(len(spans))]
 

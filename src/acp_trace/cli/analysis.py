@@ -9,9 +9,13 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from acp_trace.cli.app import (
+    Deadline,
     Format,
+    FrameLimit,
     From,
     MarkerMeta,
+    QuietCap,
+    QuietWindow,
     Scheduler,
     Traces,
     Workers,
@@ -19,6 +23,7 @@ from acp_trace.cli.app import (
     analyze_tables,
     app,
     exit_if_failed,
+    weight_of,
 )
 from acp_trace.cli.terminal import Kind, colour, emit, emit_table, emit_wrapped, width, wrapped
 
@@ -74,6 +79,10 @@ def replays(
     ] = None,
     spreadsheet: Spreadsheet = False,
     marker_meta: MarkerMeta = None,
+    frame_limit: FrameLimit = None,
+    deadline: Deadline = None,
+    quiet_window: QuietWindow = None,
+    quiet_cap: QuietCap = None,
     source_format: From = None,
     workers: Workers = 1,
     scheduler: Scheduler = None,
@@ -87,7 +96,15 @@ def replays(
 
     chosen = replay_columns_asked(columns)  # before the traces are read
     csv_only(spreadsheet, fmt)
-    a = analyze_tables(traces, marker_meta, source_format, workers, scheduler, tables=("replays",))
+    a = analyze_tables(
+        traces,
+        marker_meta,
+        source_format,
+        workers,
+        scheduler,
+        tables=("replays",),
+        weight=weight_of(frame_limit, deadline, quiet_window, quiet_cap),
+    )
     if fmt == "table":
         view = replays_table(a.replays, chosen, wide=wide, width=width(), untimed=a.untimed())
         emit_table(view, fit=not wide)
@@ -105,18 +122,19 @@ def replay_columns_asked(columns: str | None) -> list[str] | None:
     import polars as pl
 
     from acp_trace.analysis.replay_fidelity import FIDELITY_SCHEMA
+    from acp_trace.analysis.replay_weight import WEIGHT_SCHEMA
     from acp_trace.analysis.replays import REPLAY_SCHEMA
     from acp_trace.render.report.tables import replay_columns, replays_view
 
     chosen = [c.strip() for c in columns.split(",") if c.strip()]
     phases = {c: pl.String for c in GAP_PHASE_COLUMNS}
-    empty = pl.DataFrame(schema=REPLAY_SCHEMA | FIDELITY_SCHEMA | phases)
+    empty = pl.DataFrame(schema=REPLAY_SCHEMA | FIDELITY_SCHEMA | WEIGHT_SCHEMA | phases)
     replay_columns(replays_view(empty), chosen)
     return chosen or None
 
 
 # The columns the phase pass adds to the replays table (analysis/phases.py; a test keeps
-# REPLAY_SCHEMA, FIDELITY_SCHEMA and these equal to the columns of an analyzed table).
+# REPLAY_SCHEMA, FIDELITY_SCHEMA, WEIGHT_SCHEMA and these equal to the columns of an analyzed table).
 GAP_PHASE_COLUMNS = ("stderr_lines_in_gap", "last_stderr_in_gap")
 
 
@@ -177,6 +195,10 @@ def check(
         typer.Option("--min-severity", help="Leave out findings below this severity."),
     ] = "info",
     marker_meta: MarkerMeta = None,
+    frame_limit: FrameLimit = None,
+    deadline: Deadline = None,
+    quiet_window: QuietWindow = None,
+    quiet_cap: QuietCap = None,
     source_format: From = None,
     schema: Annotated[
         bool,
@@ -201,6 +223,7 @@ def check(
         scheduler,
         schema=schema,
         tables=("replays", "findings", "losses"),
+        weight=weight_of(frame_limit, deadline, quiet_window, quiet_cap),
     )
     findings = a.findings(rule, min_severity, schema=schema)
     text = render.check_output(a, findings, fmt)
@@ -226,25 +249,40 @@ def timeline(
     ] = False,
     fmt: TextOrJson = "text",
     marker_meta: MarkerMeta = None,
+    frame_limit: FrameLimit = None,
+    deadline: Deadline = None,
+    quiet_window: QuietWindow = None,
+    quiet_cap: QuietCap = None,
     source_format: From = None,
     workers: Workers = 1,
 ) -> None:
-    """Print what happened, message by message, with replay windows and markers set off."""
+    """Print what happened, message by message, with replay windows and markers set off,
+    and the lines longer than a client's limit and the silences past a client's deadline."""
     from acp_trace.render.report import format_timeline
+    from acp_trace.render.timeline_weight import weight_marks
 
-    a = analyze_paths(traces, marker_meta, source_format, workers)
+    a = analyze_paths(
+        traces,
+        marker_meta,
+        source_format,
+        workers,
+        weight_of(frame_limit, deadline, quiet_window, quiet_cap),
+    )
     if session is not None:
         require_session(a.timeline, session)
+    marks = weight_marks(a.timeline, a.facts.windows, a.weight)
     if fmt == "json":
         from acp_trace.render.report.formats import to_json
         from acp_trace.render.timeline_json import timeline_document, timeline_rows
 
         rows = timeline_rows(
-            a.timeline, a.facts.windows, session=session, replays_only=replays_only
+            a.timeline, a.facts.windows, session=session, replays_only=replays_only, marks=marks
         )
         emit(to_json(timeline_document(rows)), "json")
         return
-    text = format_timeline(a.timeline, a.facts.windows, session=session, replays_only=replays_only)
+    text = format_timeline(
+        a.timeline, a.facts.windows, session=session, replays_only=replays_only, marks=marks
+    )
     emit(text)
 
 

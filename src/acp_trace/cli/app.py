@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # the heavy modules load only when a command needs them
     from acp_trace.analysis import Analysis
     from acp_trace.fleet import FleetResult
     from acp_trace.trace.paths import Found
+    from acp_trace.weight import WeightOptions
 
 
 class _Root(TyperGroup):
@@ -126,6 +127,99 @@ MarkerMeta = Annotated[
     ),
 ]
 
+
+def _checked(parse: Any) -> Any:
+    """A typer callback that checks each value with `parse` (a UsageError: one line) when the
+    command line is read, before any trace is."""
+
+    def callback(value: Any) -> Any:
+        from acp_trace.errors import UsageError
+
+        if value is None:
+            return value
+        for v in value if isinstance(value, list) else [value]:
+            try:
+                parse(v)
+            except UsageError as exc:
+                said = str(exc).split(": ", 1)[-1]
+                raise typer.BadParameter(f"{v!r}: {said}") from None
+        return value
+
+    return callback
+
+
+def _frame_limit(value: str) -> None:
+    from acp_trace.weight.options import weight_options
+
+    weight_options(frame_limits=[value])
+
+
+def _deadline(value: str) -> None:
+    from acp_trace.weight.options import weight_options
+
+    weight_options(deadlines=[value])
+
+
+def _quiet(value: str) -> None:
+    from acp_trace.weight.options import weight_options
+
+    weight_options(quiet_window_ms=value)
+
+
+FrameLimit = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--frame-limit",
+        metavar="BYTES[=NAME]",
+        help="A client's line limit to check besides the known ones (repeatable): 65536, "
+        "16MiB or 4MB, and a name if you like (16MiB=my-editor).",
+        callback=_checked(_frame_limit),
+    ),
+]
+Deadline = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--deadline",
+        metavar="MS[=NAME]",
+        help="A client's deadline in milliseconds to check silences against besides the known "
+        "ones (repeatable), and a name if you like (30000=my-editor).",
+        callback=_checked(_deadline),
+    ),
+]
+QuietWindow = Annotated[
+    str | None,
+    typer.Option(
+        "--quiet-window",
+        metavar="MS",
+        help="The quiet-window client: it takes a replay for over after this many ms without "
+        "a session/update (default 250).",
+        callback=_checked(_quiet),
+    ),
+]
+QuietCap = Annotated[
+    str | None,
+    typer.Option(
+        "--quiet-cap",
+        metavar="MS",
+        help="The quiet-window client waits at most this many ms after its request "
+        "(default 10000).",
+        callback=_checked(_quiet),
+    ),
+]
+
+
+def weight_of(
+    frame_limit: list[str] | None,
+    deadline: list[str] | None,
+    quiet_window: str | None,
+    quiet_cap: str | None,
+) -> WeightOptions:
+    """The weight pass's options from the four of the command line (checked already)."""
+    from acp_trace.weight.options import weight_options
+
+    return weight_options(frame_limit or (), deadline or (), quiet_window, quiet_cap)
+
+
 # The input formats (acp_trace.trace.importers.FORMATS; a test keeps the two equal). Listed
 # here so that `record` does not import the importers to build its options.
 SourceFormat = Literal[
@@ -182,6 +276,7 @@ def analyze_paths(
     marker_meta: str | None = None,
     fmt: str | None = None,
     workers: int | None = 1,
+    weight: WeightOptions | None = None,
 ) -> Analysis:
     """Read traces (with a progress bar on a terminal), warn about each file skipped, and
     return their Analysis: the one every command builds its output from."""
@@ -189,7 +284,14 @@ def analyze_paths(
     from acp_trace.cli.terminal import progress_bar, warn_skipped
 
     with progress_bar("reading") as progress:
-        a = analyze(traces, marker_meta=marker_meta, fmt=fmt, progress=progress, workers=workers)
+        a = analyze(
+            traces,
+            marker_meta=marker_meta,
+            fmt=fmt,
+            progress=progress,
+            workers=workers,
+            weight=weight,
+        )
     warn_skipped(a.records)
     return a
 
@@ -213,6 +315,7 @@ def analyze_tables(
     *,
     schema: bool = True,
     tables: tuple[str, ...] | None = None,
+    weight: WeightOptions | None = None,
 ) -> Analysis | FleetResult:
     """The Analysis, or the same tables from the fleet runner: on a Dask `scheduler`, or with
     `workers` > 1 over several traces on a local pool of that many processes (each analyzes a
@@ -220,7 +323,7 @@ def analyze_tables(
     findings, turns and requests). One trace with `workers` is read in byte ranges."""
     found = _several_traces(traces, workers) if scheduler is None else None
     if scheduler is None and found is None:
-        return analyze_paths(traces, marker_meta, fmt, workers)
+        return analyze_paths(traces, marker_meta, fmt, workers, weight)
     from acp_trace.cli.terminal import warn_fleet
     from acp_trace.fleet import run
 
@@ -233,6 +336,7 @@ def analyze_tables(
         schema=schema,
         tables=tables,
         found=found,
+        weight=weight,
     )
     warn_fleet(result)
     return result

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperCommand
 
-from acp_trace.cli.app import app
+from acp_trace.cli.app import Deadline, FrameLimit, QuietCap, QuietWindow, app, weight_of
 
 AGENT = "acp_trace.drive.agent"  # ctx.meta: what followed `--` (None: no `--`)
 
@@ -134,6 +134,10 @@ def drive(
             "(default 10). Messages missing or under other ids are flagged whatever it is.",
         ),
     ] = 10.0,
+    frame_limit: FrameLimit = None,
+    deadline: Deadline = None,
+    quiet_window: QuietWindow = None,
+    quiet_cap: QuietCap = None,
 ) -> None:
     """Play a recording's client side against AGENT through the tap; say what differed from the
     recording; exit 1 when something got worse (options anywhere before `--`)."""
@@ -166,6 +170,7 @@ def drive(
         cwd=cwd,
         threshold=Threshold(pct, ms),
         history_drop=history_drop,
+        weight=weight_of(frame_limit, deadline, quiet_window, quiet_cap),
     )
     outcome = run_drive(options)
     emit(format_drive(outcome, width()))

@@ -10,7 +10,16 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from acp_trace.cli.app import From, MarkerMeta, app
+from acp_trace.cli.app import (
+    Deadline,
+    FrameLimit,
+    From,
+    MarkerMeta,
+    QuietCap,
+    QuietWindow,
+    app,
+    weight_of,
+)
 from acp_trace.errors import InputError, UsageError
 
 EXTRA = "pip install -e '.[mcp]' in the acp-trace clone"
@@ -28,6 +37,10 @@ def mcp(
     ] = None,
     marker_meta: MarkerMeta = None,
     source_format: From = None,
+    frame_limit: FrameLimit = None,
+    deadline: Deadline = None,
+    quiet_window: QuietWindow = None,
+    quiet_cap: QuietCap = None,
 ) -> None:
     """Serve the traces to a coding agent over MCP (stdio, read-only): replays, explain_replay,
     findings, latency, diff, timeline, charts.
@@ -44,6 +57,8 @@ def mcp(
         raise UsageError(f"mcp needs the MCP SDK, which is not installed: {EXTRA}") from exc
     from acp_trace.mcpserver.store import Store
 
+    weight = weight_of(frame_limit, deadline, quiet_window, quiet_cap)
+
     paths, hint = list(traces or []), ""
     for path in paths:  # a path that names nothing is an error now (an empty folder is not)
         if not glob.has_magic(path) and not Path(path).exists():
@@ -54,7 +69,8 @@ def mcp(
         folder = os.environ.get(TRACE_DIR_ENV) or str(default_trace_dir(os.environ))
         paths = [folder]  # may not exist yet: each call says so until a trace is recorded
         hint = " (the folder acp-trace record writes to; record a session into it first)"
-    serve(Store(paths, marker_meta=marker_meta, fmt=source_format, hint=hint), stopped)
+    store = Store(paths, marker_meta=marker_meta, fmt=source_format, hint=hint, weight=weight)
+    serve(store, stopped)
 
 
 def stopped(signum: int) -> NoReturn:

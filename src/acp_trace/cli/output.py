@@ -11,14 +11,19 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from acp_trace.cli.app import (
+    Deadline,
+    FrameLimit,
     From,
     MarkerMeta,
+    QuietCap,
+    QuietWindow,
     Scheduler,
     Traces,
     Workers,
     analyze_paths,
     app,
     exit_if_failed,
+    weight_of,
 )
 from acp_trace.cli.targets import binary_output, directory_output, file_output, guard, note
 from acp_trace.cli.terminal import emit, step
@@ -47,6 +52,10 @@ def report(
         str, typer.Option("-o", "--output", metavar="DIR", help="The report's directory.")
     ],
     marker_meta: MarkerMeta = None,
+    frame_limit: FrameLimit = None,
+    deadline: Deadline = None,
+    quiet_window: QuietWindow = None,
+    quiet_cap: QuietCap = None,
     source_format: From = None,
     no_redact_content: NoRedactContent = False,
     workers: Workers = 1,
@@ -56,7 +65,13 @@ def report(
     from acp_trace.render.report.bundle import CHARTS, write_report
 
     directory_output(output, [*REPORT_FILES, *CHARTS], traces, "report", whole=True)
-    a = analyze_paths(traces, marker_meta, source_format, workers)
+    a = analyze_paths(
+        traces,
+        marker_meta,
+        source_format,
+        workers,
+        weight_of(frame_limit, deadline, quiet_window, quiet_cap),
+    )
     from acp_trace.render.report.context import shown_command
 
     command = shown_command(["acp-trace", *sys.argv[1:]])
@@ -82,7 +97,7 @@ def report(
 
 REPORT_FILES = ("report.md", "report.html", "replays.csv")  # and the charts (bundle.CHARTS)
 EXPORT_TABLES = ("records", "replays", "findings")  # render.export.tables, in this order
-Kind = Literal["gap", "replay", "latency"]
+Kind = Literal["gap", "replay", "latency", "weight"]
 
 
 @app.command()
@@ -99,32 +114,44 @@ def plot(
     ],
     kind: Annotated[Kind, typer.Option("--kind", help="Which chart.")] = "gap",
     session: Annotated[
-        str | None, typer.Option(metavar="ID", help="replay: this session's replay.")
+        str | None, typer.Option(metavar="ID", help="replay, weight: this session's replay.")
     ] = None,
     request: Annotated[
-        str | None, typer.Option(metavar="ID", help="replay: the request with this id.")
+        str | None, typer.Option(metavar="ID", help="replay, weight: the request with this id.")
     ] = None,
     trace: Annotated[
-        str | None, typer.Option(metavar="TRACE", help="replay: in this trace (path or name).")
+        str | None,
+        typer.Option(metavar="TRACE", help="replay, weight: in this trace (path or name)."),
     ] = None,
     marker_meta: MarkerMeta = None,
+    frame_limit: FrameLimit = None,
+    deadline: Deadline = None,
+    quiet_window: QuietWindow = None,
+    quiet_cap: QuietCap = None,
     source_format: From = None,
     workers: Workers = 1,
 ) -> None:
-    """Draw a chart: the replay gap distribution, one replay's timeline, or latency."""
+    """Draw a chart: the replay gap distribution, one replay's timeline or weight, or latency."""
     from acp_trace.files import output_dir, wants_directory
     from acp_trace.render import plots
 
-    if kind != "replay" and any(v is not None for v in (session, request, trace)):
+    if kind not in plots.PICKED and any(v is not None for v in (session, request, trace)):
         raise UsageError(
-            f"--session, --request and --trace choose a replay: use --kind replay, not {kind}"
+            "--session, --request and --trace choose a replay: use --kind replay or weight, "
+            f"not {kind}"
         )
     target = chart_target(output, kind)
     guard([target], traces)
     from acp_trace.owned import check_file
 
     check_file(target, "plot", plots.made_by("plot"))  # only a chart plot drew
-    a = analyze_paths(traces, marker_meta, source_format, workers)
+    a = analyze_paths(
+        traces,
+        marker_meta,
+        source_format,
+        workers,
+        weight_of(frame_limit, deadline, quiet_window, quiet_cap),
+    )
     pick = plots.Pick(session=session, request=request, trace=trace)
     require_drawable(a, kind, pick)
     try:
@@ -202,6 +229,10 @@ def export(
     ] = None,
     scheduler: Scheduler = None,
     marker_meta: MarkerMeta = None,
+    frame_limit: FrameLimit = None,
+    deadline: Deadline = None,
+    quiet_window: QuietWindow = None,
+    quiet_cap: QuietCap = None,
     source_format: From = None,
     no_redact_content: NoRedactContent = False,
     workers: Workers = 1,
@@ -229,7 +260,13 @@ def export(
     if scheduler is not None:
         raise UsageError("--scheduler goes with --dataset (the workers write the dataset)")
     export_target(fmt, output, traces)
-    a = analyze_paths(traces, marker_meta, source_format, workers)
+    a = analyze_paths(
+        traces,
+        marker_meta,
+        source_format,
+        workers,
+        weight_of(frame_limit, deadline, quiet_window, quiet_cap),
+    )
     written = write_export(
         a, fmt, output, redact_content=not no_redact_content, spreadsheet=spreadsheet
     )

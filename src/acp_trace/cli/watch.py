@@ -9,7 +9,16 @@ from typing import Annotated, Literal
 
 import typer
 
-from acp_trace.cli.app import MarkerMeta, Stopped, app
+from acp_trace.cli.app import (
+    Deadline,
+    FrameLimit,
+    MarkerMeta,
+    QuietCap,
+    QuietWindow,
+    Stopped,
+    app,
+    weight_of,
+)
 from acp_trace.errors import UsageError
 
 WATCH_EXTRA = "pip install -e '.[watch]' in the acp-trace clone"
@@ -51,6 +60,10 @@ def watch(
         typer.Option("--once", help="jsonl: print the events of what the files hold now, stop."),
     ] = False,
     marker_meta: MarkerMeta = None,
+    frame_limit: FrameLimit = None,
+    deadline: Deadline = None,
+    quiet_window: QuietWindow = None,
+    quiet_cap: QuietCap = None,
 ) -> None:
     """Watch replays happen, live: sessions, timelines, the replay in progress and its gap.
 
@@ -75,6 +88,7 @@ def watch(
         background=not once,  # following and drawing go on while the analyzer works
         recent=None if once else RECENT_SECONDS,  # --once reads every trace, whatever its age
         settle=once,  # what the files hold, each trace's events in time order
+        weight=weight_of(frame_limit, deadline, quiet_window, quiet_cap),
     )
     engine.judge.warm()
     try:

@@ -21,6 +21,7 @@ from acp_trace.drive.content import DEFAULT_HISTORY_DROP, content_regressions, p
 from acp_trace.drive.player import PlayResult
 from acp_trace.jsonrpc import error_detail, id_key
 from acp_trace.quantities import count, fixed
+from acp_trace.weight import DEFAULT, WeightOptions
 
 
 @dataclass(frozen=True)
@@ -68,10 +69,11 @@ def compare(
     result: PlayResult,
     threshold: Threshold | None = None,
     history_drop: float = DEFAULT_HISTORY_DROP,
+    weight: WeightOptions = DEFAULT,
 ) -> Comparison:
     """Analyze both traces and set them side by side (the recording's first trace only); what
     each replay carried is judged against the recorded one (`drive/content.py`)."""
-    base, new = analyze([recording]), analyze([result.trace])
+    base, new = analyze([recording], weight=weight), analyze([result.trace], weight=weight)
     first = base.timeline["trace"].first() if base.timeline.height else None
     base_tl = base.timeline.filter(pl.col("trace") == first)
     ids = {

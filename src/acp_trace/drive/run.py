@@ -15,6 +15,7 @@ from acp_trace.drive.player import PlayOptions, PlayResult, play
 from acp_trace.drive.script import Script, load_script
 from acp_trace.drive.tap import seconds_problem
 from acp_trace.errors import InputError, RecordError, UsageError
+from acp_trace.weight import DEFAULT, WeightOptions
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class DriveOptions:
     cwd: str | None = None
     threshold: Threshold | None = None
     history_drop: float = DEFAULT_HISTORY_DROP  # percent (drive/content.py)
+    weight: WeightOptions = DEFAULT  # the client limits and deadlines findings compare with
     env: dict[str, str] | None = None
 
 
@@ -147,7 +149,7 @@ def run_drive(opts: DriveOptions) -> DriveOutcome:
             + (f": {said[-1]}" if said else "")
         )
     return DriveOutcome(
-        script, result, compare(recording, result, opts.threshold, opts.history_drop)
+        script, result, compare(recording, result, opts.threshold, opts.history_drop, opts.weight)
     )
 
 

@@ -7,14 +7,8 @@ hands over its windows and turns as plain spans (`spans.py`): this package reads
 timeline's columns and imports nothing of acp_trace but the shared vocabulary.
 """
 
-from acp_trace.fidelity.compare import (
-    FIELDS,
-    WHATS,
-    Difference,
-    ReplayFidelity,
-    against,
-    compare,
-)
+from acp_trace.fidelity.compare import against, compare
+from acp_trace.fidelity.result import FIELDS, WHATS, Difference, ReplayFidelity
 from acp_trace.fidelity.spans import NewSession, ReplaySpan, TurnSpan
 
 __all__ = [

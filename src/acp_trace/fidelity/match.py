@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -31,8 +31,8 @@ class Matching:
 def match(source: Sequence[Message], replay: Sequence[Message]) -> Matching:
     """Each source message matched to at most one replay message of the same kind."""
     taken: set[int] = set()  # id() of replay messages already matched
-    by_id: dict[tuple[str, str], list[Message]] = defaultdict(list)
-    by_text: dict[tuple[str, str], list[Message]] = defaultdict(list)
+    by_id: dict[tuple[str, str], deque[Message]] = defaultdict(deque)
+    by_text: dict[tuple[str, str], deque[Message]] = defaultdict(deque)
     for m in replay:
         if m.key is not None:
             by_id[(m.kind, m.key)].append(m)
@@ -40,12 +40,12 @@ def match(source: Sequence[Message], replay: Sequence[Message]) -> Matching:
     found: dict[int, Pair] = {}  # source index -> pair
     for i, s in enumerate(source):
         if s.key is not None:
-            hit = _first_free(by_id.get((s.kind, s.key), ()), taken)
+            hit = _first_free(by_id.get((s.kind, s.key)), taken)
             if hit is not None:
                 found[i] = Pair(s, hit, "id")
     for i, s in enumerate(source):
         if i not in found:
-            hit = _first_free(by_text.get((s.kind, s.text), ()), taken)
+            hit = _first_free(by_text.get((s.kind, s.text)), taken)
             if hit is not None:
                 found[i] = Pair(s, hit, "content")
     pairs = [found[i] for i in sorted(found)]
@@ -54,8 +54,11 @@ def match(source: Sequence[Message], replay: Sequence[Message]) -> Matching:
     return Matching(pairs, missing, extra, _out_of_order(pairs, replay))
 
 
-def _first_free(candidates: Sequence[Message], taken: set[int]) -> Message | None:
-    for m in candidates:
+def _first_free(candidates: deque[Message] | None, taken: set[int]) -> Message | None:
+    """The first candidate not taken yet, now taken. A candidate once taken stays taken, so
+    those before the first free one are dropped: linear over many messages of one text."""
+    while candidates:
+        m = candidates.popleft()
         if id(m) not in taken:
             taken.add(id(m))
             return m
@@ -67,11 +70,11 @@ def _out_of_order(pairs: list[Pair], replay: Sequence[Message]) -> list[Pair]:
     order (`pairs` is in source order; replay messages are in order of their first record)."""
     place = {id(m): i for i, m in enumerate(replay)}
     in_replay = sorted(range(len(pairs)), key=lambda i: place[id(pairs[i].replay)])
-    keep = _longest_increasing(in_replay)
+    keep = longest_increasing(in_replay)
     return [pairs[i] for i in sorted(set(in_replay) - keep)]
 
 
-def _longest_increasing(values: list[int]) -> set[int]:
+def longest_increasing(values: list[int]) -> set[int]:
     """One longest strictly increasing subsequence of `values` (patience sorting, n log n)."""
     tails: list[int] = []  # tails[k]: the least last value of an increasing run of length k+1
     tail_at: list[int] = []  # the position in `values` of tails[k]

@@ -102,7 +102,7 @@ class _Builder:
             if u.session != self.session or u.kind not in FIDELITY_KINDS:
                 self.run_msg = None  # any other record of the agent's stdout ends a v1 run
                 continue
-            update = _update_of(u.msg)
+            update = read_update(u.msg)
             if update is None:
                 self.out.unreadable += 1
                 self.run_msg = None
@@ -185,8 +185,8 @@ def exact_key(value: Any) -> str:
     return "j" + id_key(value)
 
 
-def _update_of(msg: str | None) -> dict[str, Any] | None:
-    """The `params.update` of a session/update message, ids exact (an id beyond 64 bits that
+def read_update(msg: str | None) -> dict[str, Any] | None:
+    """The `params.update` of a session/update message (None: unreadable), ids exact (an id beyond 64 bits that
     orjson read as a float is read again exactly)."""
     try:
         parsed = orjson.loads(msg or "")

@@ -27,6 +27,18 @@ class Source:
     prompt_ids: dict[str, str] = field(default_factory=dict)  # v2 prompt messageId -> text
 
 
+@dataclass
+class Plan:
+    """A replay's source as spans: E (`replay`), the turns after it, and every turn on the
+    session before the replay (`before`: the prompts' messageIds are looked for there)."""
+
+    kind: str | None
+    complete: bool | None
+    replay: ReplaySpan | None
+    turns: list[TurnSpan]
+    before: list[TurnSpan]
+
+
 class Sources:
     """Finds each replay's source over all the spans of all the traces given. A session is
     known by its agent's name and its id: another agent's session that happens to carry the
@@ -54,23 +66,28 @@ class Sources:
         self._turn_messages: dict[tuple[int, int], list[Message]] = {}
         self._replays_built: dict[tuple[int, int, str], Built] = {}
 
-    def of(self, r: ReplaySpan) -> Source:
+    def plan(self, r: ReplaySpan) -> Plan:
+        """Where a replay's source lies, without its messages."""
         key = (r.agent, r.session)
         earlier = [e for e in self.replays[key] if e.ok and e.place < r.place]
         e = earlier[-1] if earlier else None
-        turns = [t for t in self.turns[key] if t.place < r.place]
-        prompt_ids = self._prompt_ids(turns)
-        if e is not None:
-            turns = [t for t in turns if t.place > e.place]
+        before = [t for t in self.turns[key] if t.place < r.place]
+        turns = [t for t in before if t.place > e.place] if e is not None else before
         if e is None and not turns:
-            return Source(None, None, prompt_ids=prompt_ids)
+            return Plan(None, None, None, [], before)
         made = self.made.get(key)
         complete = made is not None and made < r.place
-        messages = list(self.replay_messages(e)) if e is not None else []
-        for t in turns:
+        return Plan("live" if turns else "replay", complete, e, turns, before)
+
+    def of(self, r: ReplaySpan) -> Source:
+        p = self.plan(r)
+        prompt_ids = self._prompt_ids(p.before)
+        if p.kind is None:
+            return Source(None, None, prompt_ids=prompt_ids)
+        messages = list(self.replay_messages(p.replay)) if p.replay is not None else []
+        for t in p.turns:
             messages.extend(self.turn_messages(t))
-        kind = "live" if turns else "replay"
-        return Source(kind, complete, e, turns, messages, prompt_ids)
+        return Source(p.kind, p.complete, p.replay, p.turns, messages, prompt_ids)
 
     def replay_built(self, r: ReplaySpan) -> Built:
         """What a replay carried on its session before its marker (built once: a replay is

@@ -19,6 +19,7 @@ from acp_trace.trace.paths import Found, find_traces
 from acp_trace.trace.pool import traces_named, worker_context
 from acp_trace.trace.reader import check_roots
 from acp_trace.trace.workers import Workers
+from acp_trace.weight import DEFAULT, WeightOptions
 
 Tables = dict[str, pl.DataFrame]
 PartFn = Callable[[Part], Tables]
@@ -41,6 +42,7 @@ def run(
     tables: tuple[str, ...] | None = None,
     found: Sequence[Found] | None = None,
     analyze: PartFn = analyze_part,
+    weight: WeightOptions | None = None,
 ) -> FleetResult:
     """Analyze traces partition by partition on a local pool (`workers` processes, default the
     cores) or on Dask (`client`, or a `scheduler` address to connect to); see the package doc.
@@ -67,7 +69,16 @@ def run(
             largest, f"the largest of {len(runs)} partitions, each read whole by one worker, "
         )
     parts = [
-        Part(i, tuple(run_), fmt, marker_meta, target, schema, tables or Part.tables)
+        Part(
+            i,
+            tuple(run_),
+            fmt,
+            marker_meta,
+            target,
+            schema,
+            tables or Part.tables,
+            DEFAULT if weight is None else weight,
+        )
         for i, run_ in enumerate(runs)
     ]
     try:
@@ -81,7 +92,7 @@ def run(
     out = concat(results)
     check_roots(found, out["skipped"])
     if target is None and len(parts) > 1:  # a dataset's rows look in their own trace only
-        out = across_partitions(out, found, fmt=fmt, marker_meta=marker_meta)
+        out = across_partitions(out, found, fmt=fmt, marker_meta=marker_meta, weight=weight)
     return FleetResult(
         replays=out["replays"],
         all_findings=out["findings"],

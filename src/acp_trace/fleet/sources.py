@@ -14,6 +14,7 @@ from acp_trace.analysis.checks import RULES
 from acp_trace.analysis.front import Analysis
 from acp_trace.trace.paths import Found
 from acp_trace.trace.reader import read_found
+from acp_trace.weight import DEFAULT, WeightOptions
 
 
 def fidelity_rules() -> list[str]:
@@ -39,6 +40,7 @@ def across_partitions(
     *,
     fmt: str | None,
     marker_meta: str | None,
+    weight: WeightOptions | None = None,
 ) -> dict[str, pl.DataFrame]:
     """`out` (the partitions' tables joined) with the replay rows and fidelity findings of the
     linked traces computed over all of them at once."""
@@ -46,7 +48,8 @@ def across_partitions(
     if not traces:
         return out
     files = {t.split("#", 1)[0] for t in traces}
-    a = Analysis(read_found([f for f in found if str(f.path) in files], fmt=fmt), marker_meta)
+    records = read_found([f for f in found if str(f.path) in files], fmt=fmt)
+    a = Analysis(records, marker_meta, weight=DEFAULT if weight is None else weight)
     mine = pl.col("trace").is_in(sorted(traces))
     out = dict(out)
     if out["replays"].width:

@@ -14,6 +14,7 @@ from acp_trace.analysis.front import Analysis
 from acp_trace.analysis.latency import request_rows
 from acp_trace.trace.paths import Found
 from acp_trace.trace.reader import read_found, skipped_inputs
+from acp_trace.weight import DEFAULT, WeightOptions
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,7 @@ class Part:
     schema: bool = True  # validate messages against the ACP JSON Schema (check's --no-schema)
     # the tables to compute (of COMPUTED); the others come back empty, without columns
     tables: tuple[str, ...] = ("replays", "findings", "turns", "requests")
+    weight: WeightOptions = DEFAULT  # the client limits and deadlines (--frame-limit, ...)
 
 
 COMPUTED = ("replays", "findings", "turns", "requests", "losses")  # what `tables` may ask
@@ -42,7 +44,12 @@ def analyze_part(part: Part) -> dict[str, pl.DataFrame]:
     """
     records = read_found(part.found, fmt=part.fmt)
     # a dataset's rows depend on their trace alone: sources in the replay's own trace
-    a = Analysis(records, marker_meta=part.marker_meta, per_trace_sources=part.dataset is not None)
+    a = Analysis(
+        records,
+        marker_meta=part.marker_meta,
+        per_trace_sources=part.dataset is not None,
+        weight=part.weight,
+    )
     wanted: dict[str, Callable[[], pl.DataFrame]] = {
         "replays": lambda: a.replays,
         "findings": lambda: a.findings(schema=part.schema),

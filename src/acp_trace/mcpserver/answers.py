@@ -253,7 +253,7 @@ def diff(
             raise UsageError(f"{name}: expected one or more trace names or globs")
         chosen = loaded.matching(patterns, name)
         records = a.records.filter(pl.col("trace").is_in(chosen))
-        sides.append(analyze(records, marker_meta=loaded.analysis.marker_meta))
+        sides.append(analyze(records, marker_meta=a.marker_meta, weight=a.weight))
     result = diff_json(compare(sides[0], sides[1], DiffOptions(**options)))
     tables = ("metrics", "flips", "outcomes", "findings")
     rows = [{"table": t, **rounded(row)} for t in tables for row in result[t]]

@@ -15,14 +15,16 @@ PLOT_CHARS = 250_000  # the most base64 characters of one chart (docs/mcp.md)
 def chart(
     loaded: Loaded, kind: str, trace: str | None, session: str | None, request: str | None
 ) -> bytes:
-    """The PNG of one chart (gap, replay, latency), drawn in memory; drawn again at a lower
+    """The PNG of one chart (gap, replay, weight, latency), drawn in memory; drawn again at a lower
     resolution when its base64 text would be over PLOT_CHARS."""
     matplotlib_writing_nothing()
     from acp_trace.render import plots
     from acp_trace.render.plots._common import DPI
 
-    if kind != "replay" and any(v is not None for v in (trace, session, request)):
-        raise UsageError(f"trace, session and request choose a replay: use kind replay, not {kind}")
+    if kind not in plots.PICKED and any(v is not None for v in (trace, session, request)):
+        raise UsageError(
+            f"trace, session and request choose a replay: use kind replay or weight, not {kind}"
+        )
     full = None
     if trace is not None:
         full = loaded.full_name(trace)

@@ -4,7 +4,9 @@ One replaying request (chosen like `acp-trace plot --kind replay`: by trace, ses
 request id; the slowest of those that match) as the answer to "why was this slow, and is
 the history complete": its outcome and what makes it that outcome, the window condensed
 (the steps of each session in time order, its updates counted per class), the gap and the
-phases the agent's stderr names inside it, and the findings about it with their sides.
+phases the agent's stderr names inside it, what a client would have suffered (its largest
+line and silence against the clients' limits and deadlines, the quiet-window guess:
+weight.py), and the findings about it with their sides.
 Everything comes from the replay pass and the tables the CLI shows.
 """
 
@@ -21,6 +23,7 @@ from acp_trace.jsonrpc import INVALID_PARAMS, id_json, json_text
 from acp_trace.mcpserver.fidelity import fidelity_said
 from acp_trace.mcpserver.paging import Page, bounded
 from acp_trace.mcpserver.store import Loaded
+from acp_trace.mcpserver.weight import weight_said
 from acp_trace.quantities import count, duration
 from acp_trace.render.plots.replay_window import Pick, no_match, window_events, window_stderr
 from acp_trace.render.report.formats import rows_json
@@ -88,6 +91,7 @@ def explain(
         "sessions": sessions(w, tl, rows),
         "gap_stderr": gap_stderr(a, w, replay),
         "is_the_replay_the_session": fidelity_said(a, w),
+        "what_a_client_would_suffer": weight_said(a, w),
         "replays_matching": matching,
     }
     head["slowest_part"] = slowest_part(replay, head["gap_stderr"]["largest_phase_in_gap"])

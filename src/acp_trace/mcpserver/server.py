@@ -248,18 +248,21 @@ def build(store: Store) -> Server:
     @tool(annotations=READ_ONLY)
     def plot(
         kind: Annotated[
-            Literal["gap", "replay", "latency"],
+            Literal["gap", "replay", "weight", "latency"],
             Field(
                 description="gap: the replay gaps per agent; replay: one replay's timeline; "
-                "latency: per method."
+                "weight: what one replay weighs against the clients' limits; latency: per method."
             ),
         ] = "gap",
         trace: TraceName = None,
-        session: Annotated[str | None, Field(description="replay: this session's.")] = None,
-        request: Annotated[str | None, Field(description="replay: this request id.")] = None,
+        session: Annotated[str | None, Field(description="replay, weight: this session's.")] = None,
+        request: Annotated[
+            str | None, Field(description="replay, weight: this request id.")
+        ] = None,
     ) -> CallToolResult:
         """A chart as a PNG image (the charts of `acp-trace plot`): the gap distribution, the
-        timeline of one replay (the slowest that matches), or request latency."""
+        timeline of one replay or what it weighs (the slowest that matches), or request
+        latency."""
         try:
             with store.busy:
                 png = charts.chart(store.load(), kind, trace, session, request)

@@ -25,6 +25,7 @@ import polars as pl
 from acp_trace.errors import InputError, UsageError
 from acp_trace.mcpserver.served import Candidate, Key, current_key, listing
 from acp_trace.trace.paths import LOOKED_FOR
+from acp_trace.weight import DEFAULT, WeightOptions
 
 if TYPE_CHECKING:
     from acp_trace.analysis import Analysis
@@ -96,9 +97,11 @@ class Store:
         marker_meta: str | None = None,
         fmt: str | None = None,
         hint: str = "",
+        weight: WeightOptions = DEFAULT,
     ) -> None:
         self.paths = paths
         self.marker_meta = marker_meta
+        self.weight = weight  # the client limits and deadlines (--frame-limit, ...)
         self.fmt = fmt
         self.hint = hint  # added to "no traces" errors (e.g. how to record the first one)
         # one call at a time reads the traces or their (lazily built) analysis; `busy` is
@@ -182,7 +185,7 @@ class Store:
         traces = records["trace"].unique(maintain_order=True).to_list()
         short = relative_names(traces + [p for p, _why in passed_over])
         names = {t: short[t] for t in traces}
-        analysis = Analysis(records, marker_meta=self.marker_meta)
+        analysis = Analysis(records, marker_meta=self.marker_meta, weight=self.weight)
         return Loaded(analysis, version, names, summary, [(short[p], w) for p, w in passed_over])
 
 

@@ -42,7 +42,8 @@ from acp_trace.trace.format import started_at
 if TYPE_CHECKING:
     from acp_trace.analysis.front import Analysis
 
-SCHEMA_VERSION = 3  # 3: the replays table's fidelity fields (rules.md "Replay fidelity")
+# 3: the replays table's fidelity fields (rules.md "Replay fidelity"); 4: its weight fields
+SCHEMA_VERSION = 4
 TABLES = ("records", "replays", "findings", "turns")
 WRITE_ORDER = ("replays", "findings", "turns", "records")  # records last: the trace's commit
 MARKER_FILE = "acp-trace-dataset.json"

@@ -29,7 +29,7 @@ from acp_trace.files import output_dir, replacing, wants_directory, write_file
 from acp_trace.jsonrpc import json_bytes, json_text
 from acp_trace.owned import record
 from acp_trace.render.escape import csv_safe
-from acp_trace.render.report.formats import csv_ids, rounded
+from acp_trace.render.report.formats import csv_ids, maps_as_text, rounded
 
 if TYPE_CHECKING:
     from acp_trace.analysis.front import Analysis, Paths
@@ -100,7 +100,9 @@ def scrubbed(a: Analysis) -> Analysis:
     from acp_trace.redaction.records import scrub_records
 
     records = scrub_records(a.records)
-    return a if records is a.records else Analysis(records, marker_meta=a.marker_meta)
+    if records is a.records:
+        return a
+    return Analysis(records, marker_meta=a.marker_meta, weight=a.weight)
 
 
 def _write_json(a: Analysis, fmt: str, out: str | os.PathLike[str]) -> Path:
@@ -157,7 +159,7 @@ def csv_text(df: pl.DataFrame, *, spreadsheet: bool = False) -> str:
     `spreadsheet`, cells that start like a formula (`=`, `+`, `-`, `@`) neutralized
     (`acp_trace.render.escape`), else every cell exactly as in Parquet."""
     buffer = io.StringIO()
-    flat = csv_ids(json_nested(rounded(df)))
+    flat = csv_ids(json_nested(maps_as_text(rounded(df))))
     (csv_safe(flat) if spreadsheet else flat).write_csv(buffer)
     return buffer.getvalue()
 

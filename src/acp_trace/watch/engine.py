@@ -37,6 +37,7 @@ from acp_trace.watch.follow import RECENT_SECONDS, Folder, Follower
 from acp_trace.watch.judge import BACKLOG, Judge, Verdicts
 from acp_trace.watch.live import Change, Live, Replay, Trace
 from acp_trace.watch.order import HOLD_SECONDS, Order
+from acp_trace.weight import DEFAULT, WeightOptions
 
 Event = dict[str, Any]
 FINDINGS_KEPT = 1000  # findings the screen lists; older ones are counted
@@ -56,6 +57,7 @@ class Engine:
     settle: bool = False  # each trace's events all in time order, findings too (`--once`)
     hold: float = HOLD_SECONDS  # following live, the longest events wait for a verdict
     clock: Callable[[], float] = time.monotonic
+    weight: WeightOptions = DEFAULT  # the client limits and deadlines findings compare with
     live: Live = field(default_factory=Live)
     judge: Judge = field(init=False)
     followers: dict[str, Follower] = field(default_factory=dict)
@@ -72,7 +74,9 @@ class Engine:
         self.folder = Folder(list(self.roots), self.recent)
         self.live.recognise(self.marker_meta)
         self.order = Order(self.settle, self.hold)
-        self.judge = Judge(self.interval, self.marker_meta, background=self.background)
+        self.judge = Judge(
+            self.interval, self.marker_meta, background=self.background, weight=self.weight
+        )
         self.judging: set[str] = set()  # exited traces whose last analysis is under way
 
     def step(self) -> list[Event]:

@@ -37,6 +37,7 @@ from acp_trace.analysis import Analysis
 from acp_trace.trace.lines import SCHEMA, Table
 from acp_trace.trace.native import read_range
 from acp_trace.watch.fold import fold, like, quiet_cut, stem, thin, trim
+from acp_trace.weight import DEFAULT, WeightOptions
 
 FOLD_ROWS = 2_000  # rows of settled windows past which they are folded out (watch.fold)
 MAX_ROWS = 20_000  # rows kept per trace past which the analyzed bulky rows are let go
@@ -44,6 +45,25 @@ THIN_ROWS = 60_000  # rows past which those of the replays still open are let go
 BUDGET = 0.25  # the share of the time the analysis may take
 BACKLOG = 20_000  # lines queued for the next run past which the files are not read on
 END_RULES = frozenset({"unanswered-request", "cancel-unanswered"})
+# Said once a window is answered (or its trace ended): its longest silence grows till then.
+WINDOW_RULES = frozenset({"silence-past-client-deadline", "replay-outlasts-quiet-window"})
+
+
+def finding_key(f: dict[str, Any]) -> tuple[Any, ...]:
+    """What makes a finding new: its rule, session, record and message (without the count of
+    others like it); `frame-over-client-limit` once per side and limit, as `check` says it
+    (the lines that pass it after the first, or after the first was folded, are the same
+    finding)."""
+    if f["rule"] == "frame-over-client-limit":
+        return (f["rule"], f["side"], None, f["message"].split(";", 1)[0])
+    return (f["rule"], f["session"], f["seq"], stem(f["message"]))
+
+
+def _answered(a: Analysis) -> set[int]:
+    """The seqs of the requests that have their response."""
+    tl = a.timeline
+    done = tl.filter((pl.col("kind") == "request") & pl.col("peer_row").is_not_null())
+    return set(done["seq"].to_list())
 
 
 @dataclass
@@ -130,10 +150,16 @@ class Judge:
     """The analyses of the traces being watched."""
 
     def __init__(
-        self, interval: float = 1.0, marker_meta: str | None = None, *, background: bool = False
+        self,
+        interval: float = 1.0,
+        marker_meta: str | None = None,
+        *,
+        background: bool = False,
+        weight: WeightOptions = DEFAULT,
     ) -> None:
         self.interval = interval
         self.marker_meta = marker_meta
+        self.weight = weight
         self.background = background
         self.books: dict[str, Book] = {}
         self.job: Job | None = None
@@ -149,7 +175,10 @@ class Judge:
         """Run the passes once on no records: their imports and set-up are paid before the
         first trace arrives, not while its replay waits for an outcome."""
         Analysis(
-            pl.DataFrame(schema=SCHEMA), marker_meta=self.marker_meta, judge_fidelity=False
+            pl.DataFrame(schema=SCHEMA),
+            marker_meta=self.marker_meta,
+            judge_fidelity=False,
+            weight=self.weight,
         ).findings()
 
     def add(self, trace: str, lines: list[bytes]) -> None:
@@ -267,14 +296,21 @@ class Judge:
             book.frames = [records]
         # no fidelity pass: the folded records hold neither a replay's whole source nor, while
         # it runs, the whole replay (docs/watch.md; `acp-trace fidelity` reads the recording)
-        a = Analysis(records, marker_meta=self.marker_meta, judge_fidelity=False)
+        a = Analysis(
+            records, marker_meta=self.marker_meta, judge_fidelity=False, weight=self.weight
+        )
         self._replays(name, book, a, out)
         findings = a.findings()
+        answered = None
         for f in findings.iter_rows(named=True):
             seq = f["seq"]  # the count of others like it in a message grows: the same finding
-            key = (f["rule"], f["session"], seq, stem(f["message"]))
+            key = finding_key(f)
             if key in book.seen:
                 continue
+            if f["rule"] in WINDOW_RULES and not ended:
+                answered = _answered(a) if answered is None else answered
+                if seq not in answered:
+                    continue  # the window's silence and quiet end are final at its response
             if seq is not None and seq <= book.cut_seq and seq not in book.context_seqs:
                 continue  # a folded record's findings were out when its window was analyzed
             same = like(f["rule"], f["message"])

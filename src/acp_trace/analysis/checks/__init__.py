@@ -4,7 +4,8 @@ Every check has the same signature, `(ctx: Context) -> Iterator[Finding]`, and r
 that the timeline, the replay pass and the turn pass already found. Messages say what was
 expected, what came instead, and where (trace, session, seq). The rules live in these modules:
 `replay_rules` (markers, resumes, loads), `subagent_rules` (child sessions, suggestions),
-`fidelity_rules` (is the replay the session: `acp_trace.fidelity`),
+`fidelity_rules` (is the replay the session: `acp_trace.fidelity`), `weight_rules` (client
+limits, deadlines and the quiet-window guess: `acp_trace.weight`),
 `wire_rules` (JSON-RPC on stdio, imports),
 `schema_rules` (the ACP JSON Schema), `profile_rules` (claude-agent-acp's signals) and
 `remote_rules` (what only the remote transports can break: `acp-trace record --listen`); importing
@@ -40,6 +41,7 @@ RULE_MODULES = (
     "replay_rules",
     "subagent_rules",
     "fidelity_rules",
+    "weight_rules",
     "wire_rules",
     "schema_rules",
     "profile_rules",

@@ -12,10 +12,13 @@ import polars as pl
 from acp_trace.analysis.checks.catalogue import ENTRIES, SEVERITIES, SIDES, Entry
 from acp_trace.analysis.latency import TurnFacts
 from acp_trace.analysis.replay_fidelity import replay_fidelity
+from acp_trace.analysis.replay_weight import replay_weights
 from acp_trace.analysis.replays import Facts, Window
 from acp_trace.analysis.schema import SchemaFacts, validate_timeline
 from acp_trace.fidelity import ReplayFidelity
 from acp_trace.jsonrpc import json_text
+from acp_trace.weight import DEFAULT, ReplayWeight, WeightOptions
+from acp_trace.weight.lines import line_rows
 
 __all__ = ["SEVERITIES", "SIDES"]  # defined in the catalogue, named here too
 
@@ -57,6 +60,10 @@ class Context:
     validate: bool = True
     # the replays' fidelity as the Analysis computed it (computed here when not handed over)
     fidelity_of: Callable[[], list[ReplayFidelity]] | None = None
+    # the weight pass's options, and its fields as the Analysis computed them
+    weight: WeightOptions = DEFAULT
+    weights_of: Callable[[], list[ReplayWeight]] | None = None
+    lines_of: Callable[[], pl.DataFrame] | None = None
 
     @cached_property
     def schema(self) -> SchemaFacts | None:
@@ -68,6 +75,18 @@ class Context:
         if self.fidelity_of is not None:
             return self.fidelity_of()
         return replay_fidelity(self.timeline, self.facts, self.turns, self.headers)
+
+    @cached_property
+    def weights(self) -> list[ReplayWeight]:
+        """Each replay row's weight (`acp_trace.weight`), in replays-table order."""
+        if self.weights_of is not None:
+            return self.weights_of()
+        return replay_weights(self.timeline, self.facts, self.weight, self.lines)
+
+    @cached_property
+    def lines(self) -> pl.DataFrame:
+        """Each client and agent line's length, session and kind (`weight.lines.line_rows`)."""
+        return self.lines_of() if self.lines_of is not None else line_rows(self.timeline)
 
     def at(
         self,

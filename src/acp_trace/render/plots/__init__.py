@@ -1,4 +1,5 @@
-"""Charts for bug reports and notebooks: the replay gap, one replay's timeline, latency.
+"""Charts for bug reports and notebooks: the replay gap, one replay's timeline and its weight,
+latency.
 
 Every function returns a `matplotlib.figure.Figure` on an Agg canvas (no display needed, no
 pyplot state touched); `save` writes one to PNG or SVG. Charts show method names, update kinds,
@@ -24,11 +25,13 @@ from acp_trace.render.plots.gap import gap_figure, gap_table
 from acp_trace.render.plots.latency import latency_figure
 from acp_trace.render.plots.replay import replay_figure
 from acp_trace.render.plots.replay_window import Pick, choose_window
+from acp_trace.render.plots.weight import weight_figure
 
 if TYPE_CHECKING:
     from acp_trace.analysis.front import Analysis, Paths
 
-KINDS = ("gap", "replay", "latency")
+KINDS = ("gap", "replay", "latency", "weight")
+PICKED = ("replay", "weight")  # the kinds drawn for one replay (--session, --request, --trace)
 SUFFIXES = (".png", ".svg")
 
 __all__ = [
@@ -45,6 +48,8 @@ __all__ = [
     "replay",
     "replay_figure",
     "save",
+    "weight",
+    "weight_figure",
 ]
 
 
@@ -66,6 +71,19 @@ def replay(
     return replay_figure(a.facts, a.timeline, pick=pick)
 
 
+def weight(
+    a: Analysis,
+    *,
+    session: str | None = None,
+    request: str | None = None,
+    trace: str | None = None,
+) -> Figure:
+    """What one replay weighs (the same replay `replay` draws for the same choice): its
+    history's bytes over time by update kind, its lines against the clients' limits."""
+    pick = Pick(session=session, request=request, trace=trace)
+    return weight_figure(a.facts, a.timeline, a.weights, a.weight, pick=pick)
+
+
 def latency(a: Analysis) -> Figure:
     """Request to response per method, and prompt-turn phases."""
     return latency_figure(a.timeline, a.turns, untimed_traces(a.timeline))
@@ -79,13 +97,16 @@ def figure(
     request: str | None = None,
     trace: str | None = None,
 ) -> Figure:
-    """The chart of one kind: gap, replay (chosen by session, request, trace) or latency."""
+    """The chart of one kind: gap, replay or weight (chosen by session, request, trace) or
+    latency."""
     if kind == "gap":
         return gap(a)
     if kind == "replay":
         return replay(a, session=session, request=request, trace=trace)
     if kind == "latency":
         return latency(a)
+    if kind == "weight":
+        return weight(a, session=session, request=request, trace=trace)
     raise UsageError(f"--kind {kind}: expected one of {', '.join(KINDS)}")
 
 

@@ -106,13 +106,19 @@ def _width(line: str, like: Text, renderer: RendererBase) -> float:
 
 
 class _Fitter:
-    """`fit` for the tick labels of one axis."""
+    """`fit` for the tick labels of one axis: each label measured once (the font, the
+    renderer and the room are this axis's for good; a layout asks again for every draw)."""
 
     def __init__(self, like: Text, renderer: RendererBase, room: float) -> None:
         self.like, self.renderer, self.room = like, renderer, room
+        self.fitted: dict[str, str] = {}
 
     def __call__(self, value: object) -> str:
-        return fit(str(value), self.like, self.renderer, self.room)
+        text = str(value)
+        done = self.fitted.get(text)
+        if done is None:
+            done = self.fitted[text] = fit(text, self.like, self.renderer, self.room)
+        return done
 
 
 class _Fitted:

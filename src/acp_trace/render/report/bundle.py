@@ -1,6 +1,6 @@
 """The bug-report bundle: DIR/report.md (paste into a GitHub issue), DIR/report.html (the same
 with every row, one self-contained file), DIR/replays.csv (every replay) and the charts beside
-them (gap.png, replay.png, latency.png).
+them (gap.png, replay.png, weight.png, latency.png).
 
 report.md leads with the key facts (agents, outcomes, the gap per agent version) and ends with
 the per-replay table, capped so the file stays under `MARKDOWN_LIMIT` characters whatever the
@@ -39,7 +39,12 @@ from acp_trace.render.report.sections import replays_csv_frame as _csv_frame
 if TYPE_CHECKING:
     from acp_trace.analysis.front import Analysis, Paths
 
-CHARTS = {"gap.png": "gap", "replay.png": "replay", "latency.png": "latency"}
+CHARTS = {
+    "gap.png": "gap",
+    "replay.png": "replay",
+    "weight.png": "weight",
+    "latency.png": "latency",
+}
 MARKDOWN_LIMIT = 60_000  # characters; GitHub's limit for an issue body is 65,536
 
 

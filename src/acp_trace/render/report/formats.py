@@ -75,13 +75,39 @@ def rounded_float(value: float) -> float:
 
 def rows_json(df: pl.DataFrame) -> list[dict[str, Any]]:
     """The rows of a table as JSON-ready dicts, floats rounded; JSON-RPC ids go back to their
-    own type, as written (an integer beyond 64 bits stays exact)."""
+    own type, as written (an integer beyond 64 bits stays exact); a map column (a list of
+    `{kind, bytes}`: `bytes_by_kind`) is the object it stands for."""
     rows = rounded(df).to_dicts()
-    if "request_id" in df.columns:
+    maps = [c for c in MAP_COLUMNS if c in df.columns]
+    if "request_id" in df.columns or maps:
         for row in rows:
-            if row["request_id"] is not None:
+            if row.get("request_id") is not None:
                 row["request_id"] = id_json(row["request_id"])
+            for name in maps:
+                row[name] = as_object(row[name])
     return rows
+
+
+# Columns held as a list of {kind, bytes} (Parquet's map), shown as an object in JSON and CSV.
+MAP_COLUMNS = ("bytes_by_kind",)
+
+
+def as_object(pairs: list[dict[str, Any]] | None) -> dict[str, Any] | None:
+    """A map column's value as the JSON object it stands for: `{"tool_call_update": 9120}`."""
+    return None if pairs is None else {p["kind"]: p["bytes"] for p in pairs}
+
+
+def maps_as_text(df: pl.DataFrame) -> pl.DataFrame:
+    """Map columns as their JSON object's text, for CSV."""
+    maps = [c for c in MAP_COLUMNS if c in df.columns]
+    return df.with_columns(
+        pl.Series(n, [_object_text(v) for v in df[n].to_list()], dtype=pl.String) for n in maps
+    )
+
+
+def _object_text(pairs: list[dict[str, Any]] | None) -> str | None:
+    found = as_object(pairs)
+    return None if found is None else json_bytes(found).decode()
 
 
 def to_json(value: Any) -> str:
@@ -92,6 +118,7 @@ def to_json(value: Any) -> str:
 def to_csv(df: pl.DataFrame, *, spreadsheet: bool = False) -> str:
     """CSV of the flat columns, floats rounded: every cell as it is (data), or with cells that
     start like a formula neutralized (`spreadsheet`)."""
+    df = maps_as_text(df)
     flat = csv_ids(
         rounded(
             df.select([c for c, t in df.schema.items() if not isinstance(t, pl.List | pl.Struct)])

@@ -1,7 +1,7 @@
 """The sections of the bug report, as document blocks, in the order a reader of the issue
-needs them: the key facts (`facts`), the findings grouped by rule, the slowest replay,
-latency, files skipped, the command, and last the per-replay table (capped in Markdown, whole
-in HTML and replays.csv).
+needs them: the key facts (`facts`), the findings grouped by rule, the slowest replay, what a
+client would have suffered (`weight_section`), latency, files skipped, the command, and last
+the per-replay table (capped in Markdown, whole in HTML and replays.csv).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from acp_trace.render.report.document import Block, Bullets, Code, Heading, Imag
 from acp_trace.render.report.facts import overview, source_name
 from acp_trace.render.report.fidelity_section import fidelity
 from acp_trace.render.report.text import loss_lines
+from acp_trace.render.report.weight_section import suffered
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
@@ -92,12 +93,14 @@ def slowest(ctx: Context) -> list[Block]:
         f"The replay with the longest response ({duration(r['response_ms'])}): {ctx.cell(r['method'])}"
         f" of session {ctx.cell(r['session'])} (request id {ctx.cell(r['request_id'])}) in "
         f"{ctx.cell(ctx.trace(r['trace']))}. "
-        "Another one: acp-trace plot TRACE -o replay.png --kind replay --session ID."
+        "Another one: acp-trace plot TRACE -o replay.png --kind replay --session ID; what it "
+        "weighs: --kind weight."
     )
     return [
         Heading(2, "Slowest replay"),
         Paragraph(text),
         Image("replay.png", "Timeline of the slowest replay"),
+        Image("weight.png", "What the slowest replay weighs, against the clients' limits"),
     ]
 
 
@@ -247,6 +250,7 @@ def build(ctx: Context, command_text: str | None) -> list[Block]:
         *findings(ctx),
         *fidelity(ctx),
         *slowest(ctx),
+        *suffered(ctx),
         *latency(ctx),
         *inputs(ctx),
         *command(command_text),

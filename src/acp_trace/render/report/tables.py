@@ -255,8 +255,24 @@ def replays_view(replays: pl.DataFrame) -> pl.DataFrame:
     """The replays table for a person: every column (`gap_ms` and `gap_source` among them:
     from the marker, else a vendor end-of-replay event, else the last history update, to the
     response), slowest response first; rows of one request (a session and its children) stay
-    together in their order."""
+    together in their order. `bytes_by_kind` reads `tool_call_update 9,120, user_message 310`."""
+    if "bytes_by_kind" in replays.columns:
+        replays = replays.with_columns(
+            pl.Series(
+                "bytes_by_kind",
+                [by_kind_text(v) for v in replays["bytes_by_kind"].to_list()],
+                dtype=pl.String,
+            )
+        )
     return replays.sort("response_ms", descending=True, nulls_last=True, maintain_order=True)
+
+
+def by_kind_text(pairs: list[dict[str, Any]] | None) -> str | None:
+    """`bytes_by_kind` for a person: `tool_call_update 9,120, user_message 310` (largest
+    first); None for no row, `-` for a replay without history."""
+    if pairs is None:
+        return None
+    return ", ".join(f"{p['kind']} {count(p['bytes'])}" for p in pairs) or "-"
 
 
 def replays_data(replays: pl.DataFrame, untimed: Sequence[str] = ()) -> pl.DataFrame:

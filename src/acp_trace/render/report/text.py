@@ -16,6 +16,8 @@ from acp_trace.jsonrpc import json_text
 from acp_trace.quantities import count, counted, fixed, ms, trimmed
 from acp_trace.render.escape import terminal
 from acp_trace.render.report.tables import table, to_text
+from acp_trace.render.timeline_weight import NONE as NO_MARKS
+from acp_trace.render.timeline_weight import WeightMarks, limit_mark, silence_mark
 
 
 def format_table(
@@ -187,6 +189,7 @@ TIMELINE_LEGEND = (
     "[history] [live] [marker] [state]: update class; +N ms: latency; [ID]: session\n"
     "[phase NAME N ms]: a phase the agent's stderr line names (docs/analysis.md)\n"
 )
+WEIGHT_LEGEND = ">> a line longer than a client's limit, .. a silence past a client's deadline\n"
 
 
 def _what(r: dict[str, Any]) -> str:
@@ -225,11 +228,14 @@ def format_timeline(
     *,
     session: str | None = None,
     replays_only: bool = False,
+    marks: WeightMarks = NO_MARKS,
 ) -> str:
     """The timeline for a person: a legend, then per trace a header line and one line per
     record (time, direction, seq, what, session), replay windows and markers set off; an
-    stderr line that names a phase says which. `session` keeps that session's records and the
-    agent's stderr lines inside its replay windows (stderr names no session)."""
+    stderr line that names a phase says which; `marks` (timeline_weight.weight_marks): a line
+    longer than a client limit, a silence longer than a client deadline. `session` keeps that
+    session's records and the agent's stderr lines inside its replay windows (stderr names no
+    session)."""
     rows = tl.filter(pl.col("kind") != "header")
     if session:
         inside = _stderr_in_windows(rows, windows, session) + _window_bounds(windows, session)
@@ -239,14 +245,14 @@ def format_timeline(
     t_width = max([10] + [len(fixed(t, 3)) for t in (min(times), max(times))] if times else [10])
     head = f"{'t ms':>{t_width}}{'':7}{'seq':>{seq_width}}  message [session]\n"
     pad = " " * (t_width + 2)  # under the window bar
-    marks = _Marks(windows)
-    out = [TIMELINE_LEGEND]
+    bars = _Marks(windows, marks)
+    out = [TIMELINE_LEGEND + (WEIGHT_LEGEND if marks.over or marks.silences else "")]
     current = None
     for r in rows.iter_rows(named=True):
         if r["trace"] != current:
             current = r["trace"]
             out += [f"\n== {terminal(current)}\n", head]
-        out += marks.lines(r, pad, seq_width, replays_only)
+        out += bars.lines(r, pad, seq_width, replays_only)
     return "".join(out)
 
 
@@ -282,7 +288,8 @@ class _Marks:
     """Where replay windows start and end and where each session's history ends, and how deep
     in windows each trace currently is."""
 
-    def __init__(self, windows: list[Any]) -> None:
+    def __init__(self, windows: list[Any], weight: WeightMarks = NO_MARKS) -> None:
+        self.weight = weight
         replaying = [w for w in windows if w.replaying]
         self.starts = {w.req_row: w for w in replaying}
         self.ends = {w.end_row: w for w in replaying if w.end_row is not None}
@@ -301,12 +308,14 @@ class _Marks:
         elif replays_only and depth == 0 and row not in self.ends:
             return []
         bar = "|" if self.inside.get(trace, 0) or row in self.ends else " "
+        out += silence_mark(self.weight.silences.get(row), r["seq"], pad, bar)
         t = fixed(r["t_ms"], 3) if r["t_ms"] is not None else "-"
         who = f" [{terminal(r['session'])}]" if r["session"] else ""
         arrow = ARROWS.get(r["src"], "  ")
         out.append(
             f"{t:>{len(pad) - 2}}  {bar} {arrow} {r['seq']!s:>{seq_width}}  {_what(r)}{who}\n"
         )
+        out += limit_mark(self.weight.over.get(row), pad, bar)
         stats = self.markers.get(row)
         if stats is not None:
             updates = counted(stats.history_updates, "history update")

@@ -52,7 +52,10 @@ def _header_fields(path: Path, head: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def _connection_key(value: dict[str, Any]) -> str:
-    return str(value.get("connection", ""))
+    """The connection as a trace name's suffix: a lone surrogate (half an emoji, which UTF-8
+    cannot hold) as its escape, `\\ud83d`."""
+    key = str(value.get("connection", ""))
+    return key.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def convert(path: Path, text: str) -> list[TraceBuilder]:
