@@ -130,6 +130,19 @@ def test_fidelity_benchmark_runs(tmp_path: Path) -> None:
     assert "fidelity pass: large / small" in names
 
 
+def test_remote_benchmark_runs(tmp_path: Path) -> None:
+    """bench_remote.py measures the proxy's added round trip and its SSE and WebSocket
+    throughput against a direct connection."""
+    out = tmp_path / "figures.json"
+    stdout = run(
+        "bench_remote.py", "--count", "5", "--mb", "0.05", "--reps", "1", "--json", str(out)
+    )
+    names = [f["name"] for f in json.loads(out.read_text())["figures"]]
+    assert "== remote recorder" in stdout
+    assert "1024 B: added per round trip (2 messages)" in names
+    assert "1024 B: SSE MB/s, proxy / direct" in names
+
+
 def test_weight_benchmark_runs(tmp_path: Path) -> None:
     """bench_weight.py generates a small codex-like trace, runs replays, check and report on
     it in this tree and a baseline (here the same tree), and prints each ratio and the weight

@@ -28,6 +28,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "trace": set(),
     "redaction": {"trace.format", "credentials"},
     "record": {"trace.format", "redaction"},
+    "remote": {"trace.format", "redaction", "record.trace_file", "record.options"},
     "fidelity": set(),
     "weight": set(),
     "analysis": {"trace", "fidelity", "weight"},

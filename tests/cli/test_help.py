@@ -16,6 +16,7 @@ from clirun import Cli
 ORDER = [
     "record",
     "mock",
+    "bridge",
     "watch",
     "summary",
     "replays",

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 COMMAND_MODULES = (
     "record",
     "mock",
+    "bridge",
     "analysis",
     "fidelity",
     "diff",

@@ -79,7 +79,7 @@ app = typer.Typer(
 
 # `--help` lists the commands in these groups, in the order a user meets them.
 HELP_PANELS = {
-    "Record and replay": ("record", "mock", "watch"),
+    "Record and replay": ("record", "mock", "bridge", "watch"),
     "Analyze traces": ("summary", "replays", "fidelity", "check", "timeline", "latency", "rules"),
     "Compare runs": ("diff", "drive"),
     "Write files": ("report", "plot", "export", "compact"),

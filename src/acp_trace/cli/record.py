@@ -1,24 +1,45 @@
 """`acp-trace record`: the tap between an editor and an agent. It imports no analyzer module;
 `acp-trace record ... -- AGENT` usually takes the fast path of record_fast.py instead, which
-means the same (this is its help and its errors)."""
+means the same (this is its help and its errors). `record --listen HOST:PORT --upstream URL`
+is the remote recorder (acp_trace.remote): a reverse proxy to an agent served over
+Streamable HTTP or WebSocket."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from acp_trace.cli.app import app
+from acp_trace.errors import UsageError
 from acp_trace.record.options import DEFAULT_GRACE, DEFAULT_MAX_RECORD_BYTES, DEFAULT_QUEUE_BYTES
 
 
 @app.command(context_settings={"allow_interspersed_args": False})
 def record(
     command: Annotated[
-        list[str],
-        typer.Argument(help="The agent and its arguments, after `--`.", metavar="AGENT..."),
-    ],
+        list[str] | None,
+        typer.Argument(help="The agent and its arguments, after `--`.", metavar="AGENT"),
+    ] = None,
+    listen: Annotated[
+        str | None,
+        typer.Option(
+            "--listen",
+            metavar="HOST:PORT",
+            help="Record a remote agent: listen here (with --upstream) as a reverse proxy;"
+            " point the editor at this address with the agent's path.",
+        ),
+    ] = None,
+    upstream: Annotated[
+        str | None,
+        typer.Option(
+            "--upstream",
+            metavar="URL",
+            help="The remote agent's URL (http://, https://, ws:// or wss://), with --listen.",
+        ),
+    ] = None,
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Write the trace to this file.")
     ] = None,
@@ -74,9 +95,25 @@ def record(
         ),
     ] = DEFAULT_QUEUE_BYTES,
 ) -> None:
-    """Run an agent behind a tap that forwards every byte and records a trace: -- AGENT [ARGS...]."""
+    """Run an agent behind a tap that forwards every byte and records a trace: -- AGENT [ARGS...];
+    or record a remote agent: --listen HOST:PORT --upstream URL."""
     from acp_trace.cli.record_fast import run
     from acp_trace.record.options import RecordOptions
+
+    if listen is not None or upstream is not None:
+        if command or redact_stderr:
+            what = (
+                "an agent command" if command else "--redact-stderr (a remote agent has no stderr)"
+            )
+            raise UsageError(
+                f"--listen/--upstream record a remote agent: {what} does not go with them"
+            )
+        raise typer.Exit(
+            _remote(listen, upstream, output, directory, not no_redact, not no_redact_content,
+                    max_record_bytes, grace, queue_bytes)
+        )  # fmt: skip
+    if not command:
+        raise UsageError("record needs an agent (-- AGENT [ARGS...]) or --listen and --upstream")
 
     options = RecordOptions(
         command=command,
@@ -90,3 +127,47 @@ def record(
         queue_bytes=queue_bytes,
     )
     raise typer.Exit(run(options))
+
+
+def _remote(
+    listen: str | None,
+    upstream: str | None,
+    output: Path | None,
+    directory: Path | None,
+    redact: bool,
+    redact_content: bool,
+    max_record_bytes: int,
+    grace: float,
+    queue_bytes: int,
+) -> int:
+    """Check the remote recorder's options, then record until Ctrl-C or SIGTERM; 0."""
+    if listen is None or upstream is None:
+        raise UsageError("a remote recording needs both --listen HOST:PORT and --upstream URL")
+    from acp_trace.cli.terminal import warn
+    from acp_trace.remote.options import RemoteOptions, parse_listen, parse_upstream
+
+    options = RemoteOptions(
+        listen=parse_listen(listen),
+        upstream=parse_upstream(upstream),
+        output=None if output is None else str(output),
+        directory=None if directory is None else str(directory),
+        redact=redact,
+        redact_content=redact_content,
+        max_record_bytes=max_record_bytes,
+        queue_bytes=queue_bytes,
+        grace=grace,
+    )
+    from acp_trace.remote.run import record_remote
+
+    def ready(host: str, port: int) -> None:
+        warn(f"recording {options.upstream.url} at {host}:{port} (Ctrl-C ends it)")
+        sys.stderr.flush()
+
+    result = record_remote(options, ready=ready, warn=warn)
+    if result.dropped:
+        warn(f"{result.trace}: {result.dropped} messages were dropped (the writer could not keep up;"
+             " --queue-bytes holds more)")  # fmt: skip
+    traces = ", ".join(result.traces)
+    plural = "s, one per ACP connection" if len(result.traces) > 1 else ""
+    warn(f"trace{plural}: {traces} ({result.records} records)")
+    return 0

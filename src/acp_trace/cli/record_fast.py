@@ -59,7 +59,10 @@ OPTIONS: dict[str, tuple[str, Reader]] = {
     "--max-record-bytes": ("max_record_bytes", _count(0)),
     "--grace": ("grace", _seconds),
     "--queue-bytes": ("queue_bytes", _count(1)),
+    "--listen": ("listen", str),  # the remote recorder: never the fast path (parse says None)
+    "--upstream": ("upstream", str),
 }
+REMOTE = frozenset({"listen", "upstream"})
 
 
 def parse(argv: list[str]) -> dict[str, Any] | None:
@@ -94,7 +97,7 @@ def parse(argv: list[str]) -> dict[str, Any] | None:
         else:
             fields[field] = value
         i += 1
-    return fields
+    return None if REMOTE & fields.keys() else fields
 
 
 def run_if_plain(argv: list[str]) -> None:

@@ -22,15 +22,16 @@ class RecordOptions(
     namedtuple(
         "RecordOptions",
         "command output directory redact redact_stderr redact_content max_record_bytes grace "
-        "queue_bytes",
+        "queue_bytes listen upstream",
         defaults=(None, None, True, (), True, DEFAULT_MAX_RECORD_BYTES, DEFAULT_GRACE,
-                  DEFAULT_QUEUE_BYTES),
+                  DEFAULT_QUEUE_BYTES, None, None),
     )
 ):  # fmt: skip
     """What `acp-trace record` was asked to do: `command` (the agent's argv), `output` and
     `directory` (a path or None), `redact`, `redact_stderr` (regexes replaced in recorded stderr
     lines), `redact_content` (credentials in free text: acp_trace.credentials),
-    `max_record_bytes`, `grace` (seconds) and `queue_bytes`."""
+    `max_record_bytes`, `grace` (seconds) and `queue_bytes`; `listen` and `upstream` name the
+    remote recorder's address and URL (acp_trace.remote takes those lines, never the tap)."""
 
     __slots__ = ()
     command: list[str]
@@ -42,6 +43,8 @@ class RecordOptions(
     max_record_bytes: int
     grace: float
     queue_bytes: int
+    listen: str | None
+    upstream: str | None
 
 
 class RecordResult(

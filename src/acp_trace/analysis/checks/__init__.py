@@ -7,7 +7,8 @@ expected, what came instead, and where (trace, session, seq). The rules live in 
 `fidelity_rules` (is the replay the session: `acp_trace.fidelity`), `weight_rules` (client
 limits, deadlines and the quiet-window guess: `acp_trace.weight`),
 `wire_rules` (JSON-RPC on stdio, imports),
-`schema_rules` (the ACP JSON Schema) and `profile_rules` (claude-agent-acp's signals); importing
+`schema_rules` (the ACP JSON Schema), `profile_rules` (claude-agent-acp's signals) and
+`remote_rules` (what only the remote transports can break: `acp-trace record --listen`); importing
 them registers them in catalogue order. Every finding says who broke the rule (`side`).
 `guesses` adds `import-unknown-error-code` and downgrades findings that rest on an importer's
 guess (registered in `registry.ADJUSTERS`, run by `run_checks` before the severity filter);
@@ -45,6 +46,7 @@ RULE_MODULES = (
     "schema_rules",
     "profile_rules",
     "guesses",
+    "remote_rules",
     "losses",
 )
 _REGISTRY = {"FINDING_SCHEMA", "RULES", "Context", "Finding", "Rule", "rule", "run_checks"}

@@ -65,6 +65,11 @@ CATALOGUE = tuple(Entry(*fields) for fields in (
     ('acceptance-outside-prompt', 'warning', 'agent', 'an acceptance update with no prompt turn under way'),
     ('uuid-on-cancelled', 'warning', 'agent', 'a cancelled turn names an assistantMessageUuid'),
     ('import-unknown-error-code', 'info', 'both', 'an imported error response whose code was not recorded'),
+    ('remote-wrong-stream', 'error', 'agent', "a message for one session came on another session's stream"),
+    ('remote-client-error', 'error', 'client', 'the client provoked a 400, 409 or 426, or a WebSocket close 1002 or 1008, from the agent'),
+    ('remote-stream-closed-owing', 'error', 'agent', "the agent's side ended a stream while a request it would answer there was pending"),
+    ('remote-reconnect-lost', 'warning', 'agent', 'a stream opened again lost what its last reader was owed'),
+    ('remote-order-by-stamps', 'info', 'both', "a replay's updates and response came on more than one stream: their order is the proxy's stamps"),
 ))
 # fmt: on
 ENTRIES = {entry.id: entry for entry in CATALOGUE}
