@@ -220,6 +220,7 @@ HOSTILE_COVERAGE = {
     "watch": ["tests/watch/test_screen.py", "tests/watch/test_cli_watch.py"],
     "mcp": ["tests/mcpserver/test_server.py", "tests/mcpserver/test_promise.py"],
     "drive": ["tests/drive/test_drive_hostile.py"],
+    "bridge": ["tests/remote/test_bridge.py"],
     "summary": ["tests/test_hostile_values.py", "tests/cli/test_hostile.py"],
     "replays": ["tests/test_hostile_values.py", "tests/cli/test_hostile.py"],
     "fidelity": ["tests/fidelity/test_fidelity.py", "tests/cli/test_hostile.py"],

@@ -71,3 +71,25 @@ def test_the_pytest_plugins_agent_reaches_a_remote_agent(tmp_path: Path) -> None
         for r in map(json.loads, agent.trace.read_text().splitlines())
     ]
     assert "initialize" in methods
+
+
+def test_hostile_lines_on_stdin_neither_crash_nor_hang_it() -> None:
+    """Not JSON, a lone surrogate escape, control characters, a line of 2 MiB and no last
+    newline: over HTTP and WebSocket the bridge passes on what it can and ends; a traceback
+    never."""
+    hostile = (
+        b"not json\n"
+        b'{"jsonrpc":"2.0","method":"x","params":"\\ud83d \x1b[31m"}\n'
+        b"[1, 2\n"
+        + b'{"jsonrpc":"2.0","method":"big","params":"'
+        + b"x" * (2 << 20)
+        + b'"}\n'
+        + INIT.rstrip(b"\n")
+    )
+    with upstream() as up:
+        for url in (f"ws://127.0.0.1:{up.port}/acp", f"http://127.0.0.1:{up.port}/acp"):
+            done = _bridge(url, hostile)
+            assert b"Traceback" not in done.stderr, (url, done.stderr[-2000:])
+            assert done.returncode in (0, 1, 2), (url, done.returncode)
+            said = done.stderr.decode().splitlines()
+            assert len(said) <= 5 and all(line.isprintable() for line in said), (url, said)

@@ -47,13 +47,13 @@ class Owed:
         self.none.set()
 
     def sent(self, line: bytes) -> None:
-        message = as_dict(loads(line))
+        message = _message(line)
         if "method" in message and message.get("id") is not None:
             self.ids.add(_id(message))
             self.none.clear()
 
     def got(self, line: bytes) -> None:
-        message = as_dict(loads(line))
+        message = _message(line)
         if "method" not in message:
             self.ids.discard(_id(message))
             if not self.ids:
@@ -62,6 +62,15 @@ class Owed:
     async def settled(self) -> None:
         with suppress(TimeoutError):
             await asyncio.wait_for(self.none.wait(), GRACE)
+
+
+def _message(data: bytes) -> dict[str, Any]:
+    """A line as a JSON-RPC message ({} for what is none: it is passed on all the same, the
+    agent answers it as it answers bad JSON)."""
+    try:
+        return as_dict(loads(data))
+    except ValueError:
+        return {}
 
 
 def bridge(url: str) -> int:
@@ -149,7 +158,7 @@ class _Http:
         return 0
 
     async def _post(self, line: bytes) -> None:
-        message = as_dict(loads(line))
+        message = _message(line)
         session = _session_of(message) or self.asked.pop(_id(message), None)
         headers = {
             "Content-Type": "application/json",
@@ -174,7 +183,8 @@ class _Http:
         elif response.status < 300 and (body := await response.read()).strip():
             self._seen(body)
         elif response.status >= 300:
-            text = (await response.read())[:200].decode("utf-8", "replace")
+            body = (await response.read())[:200].decode("utf-8", "replace")
+            text = "".join(c if c.isprintable() else " " for c in " ".join(body.split()))
             sys.stderr.write(f"acp-trace bridge: POST answered {response.status}: {text}\n")
 
     async def _events(self, response: aiohttp.ClientResponse) -> None:
@@ -185,7 +195,7 @@ class _Http:
 
     def _seen(self, data: bytes) -> None:
         """A message of the agent's: out on stdout; a session it names gets its stream."""
-        message = as_dict(loads(data))
+        message = _message(data)
         if "method" in message and "id" in message and (session := _session_of(message)):
             self.asked[_id(message)] = session
         named = as_dict(message.get("result")).get("sessionId")
