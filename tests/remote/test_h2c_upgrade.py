@@ -7,6 +7,8 @@ HTTP/1.1."""
 from __future__ import annotations
 
 import asyncio
+import socket
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -169,3 +171,40 @@ def test_an_upgrade_the_upstream_ignores_stays_http1(tmp_path: Path) -> None:
     assert [r["status"] for r in records if r.get("event") == "status"] == [200, 400]
     ends = [r for r in records if r.get("event") == "end"]
     assert [(e["exchange"], e["by"]) for e in ends] == [(1, "agent"), (2, "agent")]
+
+
+def test_an_upgrade_unanswered_when_the_recorder_stops_is_recorded(tmp_path: Path) -> None:
+    """An upstream that has the upgrade request and has not answered when the recorder stops:
+    the request is in the trace (its `open`, its body's message) and its `end` says the proxy
+    ended it."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    have = threading.Event()
+    accepted: list[socket.socket] = []
+
+    def silent() -> None:
+        conn, _ = listener.accept()
+        accepted.append(conn)
+        data = b""
+        while not data.endswith(INIT) and (chunk := conn.recv(65536)):
+            data += chunk
+        have.set()
+
+    thread = threading.Thread(target=silent, daemon=True)
+    thread.start()
+    with recorder(f"http://127.0.0.1:{port}/acp", tmp_path / "t.jsonl") as rec:
+        host, client_port = rec.address.rsplit(":", 1)
+        client = socket.create_connection((host, int(client_port)), timeout=TIMEOUT)
+        client.sendall(_upgrade_request(rec.address, "AAMAAABkAAQAoAAAAAIAAAAA"))
+        assert have.wait(TIMEOUT)
+        assert rec.stop()[0] == 0
+        records = rec.records()
+    client.close()
+    for s in (*accepted, listener):
+        s.close()
+    thread.join(TIMEOUT)
+    [opened] = [r for r in records if r.get("event") == "open"]
+    assert (opened["transport"], opened["method"], opened["exchange"]) == ("http", "POST", 1)
+    assert [r["msg"]["method"] for r in records if "msg" in r] == ["initialize"]
+    [end] = [r for r in records if r.get("event") == "end"]
+    assert (end["exchange"], end["by"]) == (1, "proxy")

@@ -97,6 +97,7 @@ class H2Upgrade(asyncio.Protocol):
         self.task: asyncio.Task[None] | None = None
         self.seen = proxy.now()
         self.answer: _Answer | None = None  # the upstream's HTTP/1.1 answer, once it came
+        self.sent: tuple[int, bytes] | None = None  # the request's body and when it was whole
 
     def start(self, head: Head, first: bytes) -> None:
         self.buffer = first
@@ -120,6 +121,7 @@ class H2Upgrade(asyncio.Protocol):
             body = self.buffer[head.size : head.size + head.length]
             self.buffer = self.buffer[head.size + head.length :]
             t_body = self.proxy.now()
+            self.sent = (t_body, body)
             up = H2Connection(H2Configuration(client_side=True, header_encoding="utf-8"))
             settings = (up.initiate_upgrade_connection() or b"").decode()
             parser = h11.Connection(h11.CLIENT)
@@ -137,7 +139,9 @@ class H2Upgrade(asyncio.Protocol):
                 writer = None
             elif self.answer is not None:
                 self._over(parser)
-        except asyncio.CancelledError:
+        except asyncio.CancelledError:  # the client went away, or the recorder stops
+            if self.answer is None and self.sent is not None:  # no answer yet: record the ask
+                self.answer = self._open(head, self.sent)
             if self.answer is not None:
                 self._end({"by": "proxy" if self.proxy.stopping else "client"})
             raise
