@@ -191,11 +191,12 @@ class _H2Upstream(asyncio.Protocol):
     JSON-RPC result (and `acp-connection-id: h1`), a GET with the test SSE stream, one DATA
     frame per chunk."""
 
-    def __init__(self, up: Upstream) -> None:
+    def __init__(self, up: Upstream, upgrade: bool = False) -> None:
         from h2.config import H2Configuration
         from h2.connection import H2Connection
 
         self.up = up
+        self.head: bytes | None = b"" if upgrade else None  # an `Upgrade: h2c` request first
         self.conn = H2Connection(H2Configuration(client_side=False, header_encoding="utf-8"))
         self.bodies: dict[int, bytes] = {}
         self.methods: dict[int, str] = {}
@@ -204,12 +205,40 @@ class _H2Upstream(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
-        self.conn.initiate_connection()
-        transport.write(self.conn.data_to_send())
+        if self.head is None:
+            self.conn.initiate_connection()
+            transport.write(self.conn.data_to_send())
+
+    def _upgrade(self, data: bytes) -> bytes | None:
+        """Take the upgrade request; once whole, switch (answered as stream 1). The rest."""
+        assert self.head is not None and self.transport is not None
+        self.head += data
+        end = self.head.find(b"\r\n\r\n")
+        if end < 0:
+            return None
+        lines = self.head[:end].decode().split("\r\n")
+        headers = dict(line.split(": ", 1) for line in lines[1:])
+        size = end + 4 + int(headers.get("Content-Length", "0"))
+        if len(self.head) < size:
+            return None
+        self.up.seen.append({"line": lines[0], "headers": headers, "body": self.head[end + 4 :]})
+        self.transport.write(
+            b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n"
+        )
+        self.conn.initiate_upgrade_connection(headers["HTTP2-Settings"].encode())
+        self.methods[1], self.bodies[1] = lines[0].split(" ")[0], self.head[end + 4 : size]
+        self._answer(1)
+        rest, self.head = self.head[size:], None
+        return rest
 
     def data_received(self, data: bytes) -> None:
         from h2.events import DataReceived, RequestReceived, StreamEnded
 
+        if self.head is not None:
+            rest = self._upgrade(data)
+            if rest is None:
+                return
+            data = rest
         for event in self.conn.receive_data(data):
             if isinstance(event, RequestReceived):
                 self.methods[event.stream_id] = dict(event.headers)[":method"]
@@ -243,15 +272,16 @@ class _H2Upstream(asyncio.Protocol):
 
 
 @contextmanager
-def h2_upstream() -> Iterator[Upstream]:
-    """An h2c upstream on 127.0.0.1, in a thread until the block ends."""
+def h2_upstream(upgrade: bool = False) -> Iterator[Upstream]:
+    """An h2c upstream on 127.0.0.1, in a thread until the block ends (`upgrade`: its
+    connections start with an HTTP/1.1 `Upgrade: h2c` request, answered 101)."""
     up = Upstream()
     loop = asyncio.new_event_loop()
     started = threading.Event()
     servers: list[asyncio.AbstractServer] = []
 
     async def start() -> None:
-        server = await loop.create_server(lambda: _H2Upstream(up), "127.0.0.1", 0)
+        server = await loop.create_server(lambda: _H2Upstream(up, upgrade), "127.0.0.1", 0)
         servers.append(server)
         up.port = server.sockets[0].getsockname()[1]
         started.set()

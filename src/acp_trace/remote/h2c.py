@@ -36,7 +36,7 @@ from acp_trace.remote.sse import EventParser
 if TYPE_CHECKING:
     from acp_trace.remote.view import Proxy
 
-__all__ = ["H2Proxy"]
+__all__ = ["CHUNK", "H2Proxy", "where_of"]
 
 CHUNK = 1 << 16
 
@@ -70,6 +70,7 @@ class H2Proxy(asyncio.Protocol):
         self.streams: dict[int, _Stream] = {}
         self.by_up: dict[int, _Stream] = {}
         self.pending: list[bytes] = []
+        self.up_pending = b""  # the upstream's first HTTP/2 bytes after an upgrade's 101
         self.writer: asyncio.StreamWriter | None = None
         self.task: asyncio.Task[None] | None = None
         origin = urlsplit(proxy.origin)
@@ -123,9 +124,19 @@ class H2Proxy(asyncio.Protocol):
             self.client.close()
 
     def _request(self, sid: int, headers: list[tuple[str, str]], ended: bool) -> None:
-        fields = dict(headers)
+        s = self.track(sid, self.up.get_next_available_stream_id(), headers, ended)
+        authority = f"{self.host}:{self.port}"
+        forwarded = [(k, authority if k == ":authority" else v) for k, v in headers]
+        self.up.send_headers(s.up, forwarded, end_stream=ended)
+
+    def track(
+        self, sid: int, up: int, headers: list[tuple[str, str]], ended: bool, **seen: Any
+    ) -> _Stream:
+        """Client stream `sid` goes on as upstream stream `up`: its `open` recorded (stamped
+        `seen["t"]` if given, of `seen["version"]`, else now and "2")."""
+        fields = {k.lower(): v for k, v in headers}
         method, path = fields.get(":method", ""), fields.get(":path", "")
-        where = _where(method, fields, self.proxy.next_exchange())
+        where = where_of(method, fields, self.proxy.next_exchange())
         exchange = where["exchange"]
         if "acp_connection" in where:
             self.proxy.writer.bind(exchange, where["acp_connection"])
@@ -135,14 +146,12 @@ class H2Proxy(asyncio.Protocol):
             self.proxy.writer.bind(exchange, None)
         plain = [(k, v) for k, v in headers if not k.startswith(":")]
         self.proxy.writer.event(
-            self.proxy.now(), "open", **where, method=method, target=scrub_target(path),
-            version="2", headers=scrub_headers(plain, content=self.proxy.content),
+            seen.get("t", self.proxy.now()), "open", **where, method=method,
+            target=scrub_target(path), version=seen.get("version", "2"),
+            headers=scrub_headers(plain, content=self.proxy.content),
         )  # fmt: skip
-        up = self.up.get_next_available_stream_id()
-        authority = f"{self.host}:{self.port}"
-        forwarded = [(k, authority if k == ":authority" else v) for k, v in headers]
-        self.up.send_headers(up, forwarded, end_stream=ended)
-        self.streams[sid] = self.by_up[up] = _Stream(sid, up, where, up_closed=ended)
+        s = self.streams[sid] = self.by_up[up] = _Stream(sid, up, where, up_closed=ended)
+        return s
 
     # ------------------------------------------------------------ the agent's side
 
@@ -196,15 +205,29 @@ class H2Proxy(asyncio.Protocol):
 
     # ------------------------------------------------------------ moving bytes
 
-    async def _run(self) -> None:
+    def upgraded(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Go on from an `Upgrade: h2c` (h2c_upgrade.py): both connections are upgraded,
+        stream 1 tracked; what the client and the upstream sent after the 101 waits in
+        `pending` and `up_pending`."""
+        self.task = asyncio.ensure_future(self._run((reader, writer)))
+        self.proxy.open_streams.add(self.task)
+
+    async def _run(
+        self, connected: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+    ) -> None:
         how: dict[str, Any] = {"by": "agent"}
         try:
-            reader, self.writer = await asyncio.open_connection(self.host, self.port)
-            self.down.initiate_connection()
-            self.up.initiate_connection()
+            if connected is not None:
+                reader, self.writer = connected
+            else:
+                reader, self.writer = await asyncio.open_connection(self.host, self.port)
+                self.down.initiate_connection()
+                self.up.initiate_connection()
             for data in self.pending:
                 self.data_received(data)
             self.pending = []
+            for event in self.up.receive_data(self.up_pending):
+                self._agent_event(event)
             self._send()
             while chunk := await reader.read(CHUNK):
                 for event in self.up.receive_data(chunk):
@@ -273,7 +296,7 @@ def _text(headers: Any) -> list[tuple[str, str]]:
     ]
 
 
-def _where(method: str, headers: dict[str, str], exchange: int) -> dict[str, Any]:
+def where_of(method: str, headers: dict[str, str], exchange: int) -> dict[str, Any]:
     channel = {"POST": "post", "DELETE": "delete"}.get(method, "other")
     if method == "GET":
         channel = "session" if headers.get("acp-session-id") else "connection"

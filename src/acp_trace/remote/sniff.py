@@ -1,7 +1,9 @@
 """What a connection to the proxy speaks, told from its first bytes: HTTP/1.1 (and WebSocket
 upgrades) go to aiohttp; HTTP/2 with prior knowledge (h2c: the connection preface
 `PRI * HTTP/2.0`) goes to h2c.py, which speaks h2c on both sides (aiohttp speaks no HTTP/2),
-so a client that speaks h2c to the agent still does. An upstream behind TLS is not reached
+so a client that speaks h2c to the agent still does; a first request that asks to upgrade to
+h2c (`Upgrade: h2c`, told from its head) goes to h2c_upgrade.py, which asks the upstream the
+same and goes on as it answers. An upstream behind TLS is not reached
 over h2c: such a connection is closed, and its `open` and `end` events say why.
 """
 
@@ -18,6 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["PREFACE", "Sniffer"]
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+MAX_HEAD = 1 << 16  # a longer first head is not looked at: aiohttp takes it as it comes
 
 
 class Sniffer(asyncio.Protocol):
@@ -42,6 +45,16 @@ class Sniffer(asyncio.Protocol):
         if self.buffer.startswith(PREFACE):
             self._h2c()
             return
+        if b"\r\n\r\n" not in self.buffer and len(self.buffer) < MAX_HEAD:
+            return  # an HTTP/1.1 head: wait for its end, to see whether it asks for h2c
+        if urlsplit(self.proxy.origin).scheme == "http":
+            from acp_trace.remote.h2c_upgrade import H2Upgrade, h2c_upgrade
+
+            if (head := h2c_upgrade(self.buffer)) is not None:
+                upgrade = H2Upgrade(self.transport, self.proxy, self.make_http)
+                self.transport.set_protocol(upgrade)
+                upgrade.start(head, self.buffer)
+                return
         http = self.make_http()
         self.transport.set_protocol(http)
         http.connection_made(self.transport)
