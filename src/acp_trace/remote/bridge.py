@@ -183,8 +183,8 @@ class _Http:
         elif response.status < 300 and (body := await response.read()).strip():
             self._seen(body)
         elif response.status >= 300:
-            body = (await response.read())[:200].decode("utf-8", "replace")
-            text = "".join(c if c.isprintable() else " " for c in " ".join(body.split()))
+            said = (await response.read())[:200].decode("utf-8", "replace")
+            text = "".join(c if c.isprintable() else " " for c in " ".join(said.split()))
             sys.stderr.write(f"acp-trace bridge: POST answered {response.status}: {text}\n")
 
     async def _events(self, response: aiohttp.ClientResponse) -> None:
