@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 import zlib
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -105,11 +105,34 @@ async def _websocket(request: web.Request) -> web.StreamResponse:
 
 
 @contextmanager
+def _serving(
+    start: Callable[[], Awaitable[None]], stop: Callable[[], Awaitable[None]]
+) -> Iterator[None]:
+    """`start` a server on an event loop of a thread of its own; it serves until the block
+    ends, then `stop` ends it and the loop."""
+    loop = asyncio.new_event_loop()
+    started = threading.Event()
+
+    async def begin() -> None:
+        await start()
+        started.set()
+
+    thread = threading.Thread(target=lambda: (loop.run_until_complete(begin()), loop.run_forever()))
+    thread.start()
+    started.wait(30)
+    try:
+        yield
+    finally:
+        asyncio.run_coroutine_threadsafe(stop(), loop).result(30)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(30)
+        loop.close()
+
+
+@contextmanager
 def upstream() -> Iterator[Upstream]:
     """The upstream, serving on 127.0.0.1 in a thread until the block ends."""
     up = Upstream()
-    loop = asyncio.new_event_loop()
-    started = threading.Event()
     app = web.Application()
 
     async def post(request: web.Request) -> web.StreamResponse:
@@ -127,18 +150,9 @@ def upstream() -> Iterator[Upstream]:
         site = web.TCPSite(runner, "127.0.0.1", 0)
         await site.start()
         up.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        started.set()
 
-    thread = threading.Thread(target=lambda: (loop.run_until_complete(start()), loop.run_forever()))
-    thread.start()
-    started.wait(30)
-    try:
+    with _serving(start, runner.cleanup):
         yield up
-    finally:
-        asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(30)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(30)
-        loop.close()
 
 
 @dataclass
@@ -276,27 +290,16 @@ def h2_upstream(upgrade: bool = False) -> Iterator[Upstream]:
     """An h2c upstream on 127.0.0.1, in a thread until the block ends (`upgrade`: its
     connections start with an HTTP/1.1 `Upgrade: h2c` request, answered 101)."""
     up = Upstream()
-    loop = asyncio.new_event_loop()
-    started = threading.Event()
     servers: list[asyncio.AbstractServer] = []
 
     async def start() -> None:
+        loop = asyncio.get_running_loop()
         server = await loop.create_server(lambda: _H2Upstream(up, upgrade), "127.0.0.1", 0)
         servers.append(server)
         up.port = server.sockets[0].getsockname()[1]
-        started.set()
 
-    thread = threading.Thread(target=lambda: (loop.run_until_complete(start()), loop.run_forever()))
-    thread.start()
-    started.wait(30)
-    try:
+    async def stop() -> None:
+        servers[0].close()
+
+    with _serving(start, stop):
         yield up
-    finally:
-
-        async def stop() -> None:
-            servers[0].close()
-
-        asyncio.run_coroutine_threadsafe(stop(), loop).result(30)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(30)
-        loop.close()

@@ -270,7 +270,7 @@ def timeline(
     )
     if session is not None:
         require_session(a.timeline, session)
-    marks = weight_marks(a.timeline, a.facts.windows, a.weight)
+    marks = weight_marks(a.timeline, a.facts.windows, a.weight, a.weight_lines)
     if fmt == "json":
         from acp_trace.render.report.formats import to_json
         from acp_trace.render.timeline_json import timeline_document, timeline_rows

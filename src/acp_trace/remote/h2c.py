@@ -31,7 +31,7 @@ from h2.events import (
 from h2.exceptions import H2Error
 
 from acp_trace.redaction.http import scrub_headers, scrub_target
-from acp_trace.remote.sse import EventParser
+from acp_trace.remote.sse import EventParser, record_response
 
 if TYPE_CHECKING:
     from acp_trace.remote.view import Proxy
@@ -195,13 +195,7 @@ class H2Proxy(asyncio.Protocol):
         t = self.proxy.now()
         s.size += len(data)
         s.to_down += data
-        if s.parser is None:
-            if len(s.body) < self.proxy.writer.max_record_bytes:
-                s.body += data
-            return
-        for event in s.parser.feed(data):
-            where = s.where if event.id is None else {**s.where, "sse_id": event.id}
-            self.proxy.writer.message(t, "agent", event.data, where)
+        record_response(self.proxy.writer, t, data, s.parser, s.body, s.where)
 
     # ------------------------------------------------------------ moving bytes
 

@@ -17,7 +17,7 @@ import aiohttp
 from aiohttp import web
 
 from acp_trace.redaction.http import scrub_body
-from acp_trace.remote.sse import EventParser
+from acp_trace.remote.sse import EventParser, record_response
 
 if TYPE_CHECKING:
     from acp_trace.remote.view import Proxy
@@ -102,13 +102,7 @@ class Relay:
     def _seen(self, t: int, chunk: bytes) -> None:
         self.size += len(chunk)
         chunk = self.decoder.decode(chunk)
-        if self.parser is None:
-            if len(self.body) < self.proxy.writer.max_record_bytes:
-                self.body += chunk
-            return
-        for event in self.parser.feed(chunk):
-            where = self.where if event.id is None else {**self.where, "sse_id": event.id}
-            self.proxy.writer.message(t, "agent", event.data, where)
+        record_response(self.proxy.writer, t, chunk, self.parser, self.body, self.where)
 
     def _done(self, t: int) -> None:
         if self.parser is None and self.body and 200 <= self.status < 300:

@@ -10,8 +10,12 @@ An event with data is a message the agent sent; a block holding only comments (t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["Event", "EventParser"]
+if TYPE_CHECKING:
+    from acp_trace.remote.writer import RemoteWriter
+
+__all__ = ["Event", "EventParser", "record_response"]
 
 
 @dataclass
@@ -105,3 +109,23 @@ def _line_end(data: bytes, start: int) -> tuple[int, int]:
     if cr >= 0:
         return cr, 2 if data[cr + 1 : cr + 2] == b"\n" else 1
     return (lf, 1) if lf >= 0 else (-1, 0)
+
+
+def record_response(
+    writer: RemoteWriter,
+    t: int,
+    data: bytes,
+    parser: EventParser | None,
+    body: bytearray,
+    where: dict[str, Any],
+) -> None:
+    """What a piece of an agent's response carried, for the record (HTTP/1.1 and h2c alike):
+    each SSE event a message as it is complete (its `id` as `sse_id`); a body that is no SSE
+    kept in `body` up to the writer's record size, recorded whole at the response's end."""
+    if parser is None:
+        if len(body) < writer.max_record_bytes:
+            body += data
+        return
+    for event in parser.feed(data):
+        at = where if event.id is None else {**where, "sse_id": event.id}
+        writer.message(t, "agent", event.data, at)

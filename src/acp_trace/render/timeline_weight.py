@@ -44,9 +44,15 @@ class WeightMarks:
 NONE = WeightMarks({}, {})
 
 
-def weight_marks(tl: pl.DataFrame, windows: list[Any], options: WeightOptions) -> WeightMarks:
-    """The marks of a timeline (`windows`: the replay pass's, replaying ones used)."""
-    lines = line_rows(tl)
+def weight_marks(
+    tl: pl.DataFrame,
+    windows: list[Any],
+    options: WeightOptions,
+    lines: pl.DataFrame | None = None,
+) -> WeightMarks:
+    """The marks of a timeline (`windows`: the replay pass's, replaying ones used; `lines`:
+    `weight.lines.line_rows(tl)`, as `Analysis.weight_lines` holds it)."""
+    lines = line_rows(tl) if lines is None else lines
     heads = lines.filter(pl.col("head"))
     over: dict[int, tuple[int, Threshold]] = {}
     if options.limits:
